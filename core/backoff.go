@@ -1,0 +1,21 @@
+package core
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// delay returns the full-jitter delay before reconnect attempt n (1-based):
+// uniform in [0, min(Max, Initial*Multiplier^(n-1))], drawn from the
+// machine's seeded generator so that a run replays exactly.
+func (b Backoff) delay(n int, rng *rand.Rand) time.Duration {
+	ceil := float64(b.Initial)
+	for i := 1; i < n && ceil < float64(b.Max); i++ {
+		ceil *= b.Multiplier
+	}
+	c := b.Max
+	if ceil < float64(b.Max) {
+		c = time.Duration(ceil)
+	}
+	return time.Duration(rng.Int64N(int64(c) + 1))
+}

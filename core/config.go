@@ -1,0 +1,133 @@
+package core
+
+import (
+	"math"
+	"time"
+)
+
+// Config fixes a Machine's behaviour. Start from DefaultConfig: every limit
+// must be set, and a zero or negative one is refused rather than read as
+// "default", so a forgotten field is an error instead of a surprise.
+type Config struct {
+	// Kind is Ephemeral or Persistent.
+	Kind Kind
+	// RecordType is the type of every record in the stream.
+	RecordType RecordType
+
+	// StreamID, for a persistent stream, resumes an existing durable stream
+	// from a fresh process instead of creating one. Numbering then continues
+	// at the server's watermark + 1.
+	StreamID string
+	// ClientRequestID makes a persistent create idempotent: every create
+	// attempt of this machine carries it, so a create whose response was lost
+	// can be retried without orphaning a durable stream. Generated from Seed
+	// when empty.
+	ClientRequestID string
+
+	// MaxInflightCalls bounds buffered plus in-flight ingest calls.
+	MaxInflightCalls int
+	// MaxInflightBytes bounds the payload bytes of buffered plus in-flight
+	// calls. It must be at least MaxCallBytes.
+	MaxInflightBytes int64
+	// MaxCallBytes bounds the payload bytes of one ingest call.
+	MaxCallBytes int64
+
+	// OpenTimeout bounds each open attempt.
+	OpenTimeout time.Duration
+	// AckTimeout: records in flight with no ack progress for this long is a
+	// retryable failure.
+	AckTimeout time.Duration
+	// CloseTimeout bounds how long Close waits for accepted records to become
+	// durable before failing the rest with ErrCloseTimeout.
+	CloseTimeout time.Duration
+	// MaxGrace caps how long an ephemeral stream keeps draining acks after a
+	// close signal before it reconnects; 0 reconnects at once.
+	MaxGrace time.Duration
+
+	// DisableRecovery makes every connection failure terminal.
+	DisableRecovery bool
+	// Retries is the number of reconnect attempts one recovery episode may
+	// make without durable progress.
+	Retries int
+	// Backoff shapes the delay before each reconnect attempt.
+	Backoff Backoff
+
+	// Seed drives the machine's only randomness (backoff jitter and a
+	// generated ClientRequestID): same seed, same inputs, same outputs.
+	Seed uint64
+}
+
+// Backoff is exponential backoff with full jitter: before attempt n the delay
+// is drawn uniformly from [0, min(Max, Initial*Multiplier^(n-1))].
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+}
+
+// Defaults, from the public Zerobus SDKs where they have one.
+const (
+	DefaultMaxInflightCalls = 1_000_000
+	DefaultMaxInflightBytes = 256 << 20
+	DefaultMaxCallBytes     = 10<<20 - 64<<10
+	DefaultOpenTimeout      = 15 * time.Second
+	DefaultAckTimeout       = 60 * time.Second
+	DefaultCloseTimeout     = 5 * time.Minute
+	DefaultMaxGrace         = 15 * time.Minute
+	DefaultRetries          = 4
+)
+
+// DefaultConfig returns a complete Config for a stream of the given kind and
+// record type.
+func DefaultConfig(kind Kind, rt RecordType) Config {
+	return Config{
+		Kind:             kind,
+		RecordType:       rt,
+		MaxInflightCalls: DefaultMaxInflightCalls,
+		MaxInflightBytes: DefaultMaxInflightBytes,
+		MaxCallBytes:     DefaultMaxCallBytes,
+		OpenTimeout:      DefaultOpenTimeout,
+		AckTimeout:       DefaultAckTimeout,
+		CloseTimeout:     DefaultCloseTimeout,
+		MaxGrace:         DefaultMaxGrace,
+		Retries:          DefaultRetries,
+		Backoff:          Backoff{Initial: 500 * time.Millisecond, Max: 30 * time.Second, Multiplier: 2},
+		Seed:             1,
+	}
+}
+
+// Validate reports the first invalid field as a *ConfigError.
+func (c *Config) Validate() error {
+	bad := func(field, reason string) error { return &ConfigError{Field: field, Reason: reason} }
+	switch {
+	case c.Kind != Ephemeral && c.Kind != Persistent:
+		return bad("Kind", "must be Ephemeral or Persistent")
+	case c.RecordType != RecordProto && c.RecordType != RecordJSON:
+		return bad("RecordType", "must be RecordProto or RecordJSON")
+	case c.StreamID != "" && c.Kind != Persistent:
+		return bad("StreamID", "is only for persistent streams")
+	case c.MaxInflightCalls <= 0:
+		return bad("MaxInflightCalls", "must be positive")
+	case c.MaxCallBytes <= 0:
+		return bad("MaxCallBytes", "must be positive")
+	case c.MaxInflightBytes < c.MaxCallBytes:
+		return bad("MaxInflightBytes", "must be at least MaxCallBytes")
+	case c.OpenTimeout <= 0:
+		return bad("OpenTimeout", "must be positive")
+	case c.AckTimeout <= 0:
+		return bad("AckTimeout", "must be positive")
+	case c.CloseTimeout <= 0:
+		return bad("CloseTimeout", "must be positive")
+	case c.MaxGrace < 0:
+		return bad("MaxGrace", "must not be negative")
+	case c.Retries < 0:
+		return bad("Retries", "must not be negative")
+	case c.Backoff.Initial <= 0:
+		return bad("Backoff.Initial", "must be positive")
+	case c.Backoff.Max < c.Backoff.Initial:
+		return bad("Backoff.Max", "must be at least Backoff.Initial")
+	case !(c.Backoff.Multiplier >= 1) || math.IsInf(c.Backoff.Multiplier, 0):
+		return bad("Backoff.Multiplier", "must be a finite number >= 1")
+	}
+	return nil
+}

@@ -1,0 +1,340 @@
+package ingestpb_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+)
+
+func TestFullMethodNames(t *testing.T) {
+	want := map[string]string{
+		ingestpb.Zerobus_EphemeralStream_FullMethodName:  "/databricks.zerobus.Zerobus/EphemeralStream",
+		ingestpb.Zerobus_PersistentStream_FullMethodName: "/databricks.zerobus.Zerobus/PersistentStream",
+		ingestpb.Zerobus_RetireStream_FullMethodName:     "/databricks.zerobus.Zerobus/RetireStream",
+	}
+	for got, w := range want {
+		if got != w {
+			t.Errorf("full method name %q, want %q", got, w)
+		}
+	}
+	if got := ingestpb.Zerobus_ServiceDesc.ServiceName; got != "databricks.zerobus.Zerobus" {
+		t.Errorf("service name %q", got)
+	}
+
+	svc := ingestpb.File_zerobus_service_proto.Services().ByName("Zerobus")
+	if svc == nil {
+		t.Fatal("service Zerobus not in file descriptor")
+	}
+	type shape struct{ client, server bool }
+	methods := map[protoreflect.Name]shape{
+		"EphemeralStream":  {true, true},
+		"PersistentStream": {true, true},
+		"RetireStream":     {false, false},
+	}
+	if n := svc.Methods().Len(); n != len(methods) {
+		t.Errorf("service has %d methods, want %d", n, len(methods))
+	}
+	for name, s := range methods {
+		m := svc.Methods().ByName(name)
+		if m == nil {
+			t.Errorf("method %s missing", name)
+			continue
+		}
+		if m.IsStreamingClient() != s.client || m.IsStreamingServer() != s.server {
+			t.Errorf("method %s streaming (client %v, server %v), want (%v, %v)",
+				name, m.IsStreamingClient(), m.IsStreamingServer(), s.client, s.server)
+		}
+	}
+}
+
+// TestFieldNumbers pins every field number of the contract.
+func TestFieldNumbers(t *testing.T) {
+	fields := map[string]map[protoreflect.Name]protoreflect.FieldNumber{
+		"JsonRecordBatch":            {"records": 1},
+		"ProtoEncodedRecordBatch":    {"records": 1},
+		"CreateIngestStreamRequest":  {"table_name": 1, "descriptor_proto": 3, "record_type": 4},
+		"CreateIngestStreamResponse": {"stream_id": 1},
+		"IngestRecordRequest":        {"offset_id": 1, "proto_encoded_record": 2, "json_record": 3},
+		"IngestRecordBatchRequest":   {"offset_id": 1, "proto_encoded_batch": 2, "json_batch": 3},
+		"IngestRecordResponse":       {"durability_ack_up_to_offset": 1},
+		"CloseStreamSignal":          {"duration": 1},
+		"EphemeralStreamRequest":     {"create_stream": 1, "ingest_record": 2, "ingest_record_batch": 3},
+		"EphemeralStreamResponse": {
+			"create_stream_response": 1, "ingest_record_response": 2, "close_stream_signal": 3,
+		},
+		"CreatePersistentStreamRequest": {"create_stream": 1, "client_request_id": 2},
+		"ResumeIngestStreamRequest":     {"stream_id": 1, "descriptor_proto": 2, "record_type": 3},
+		"ResumeIngestStreamResponse":    {"last_committed_offset": 1},
+		"PersistentStreamRequest": {
+			"create_stream": 1, "resume_stream": 2, "ingest_record": 3, "ingest_record_batch": 4,
+		},
+		"PersistentStreamResponse": {
+			"create_stream_response": 1, "resume_stream_response": 2,
+			"ingest_record_response": 3, "close_stream_signal": 4,
+		},
+		"RetireStreamRequest":  {"stream_id": 1},
+		"RetireStreamResponse": {"last_committed_offset": 1},
+	}
+	fd := ingestpb.File_zerobus_service_proto
+	if got := fd.Package(); got != "databricks.zerobus" {
+		t.Errorf("package %q", got)
+	}
+	if fd.Syntax() != protoreflect.Proto2 {
+		t.Errorf("syntax %v, want proto2", fd.Syntax())
+	}
+	if n := fd.Messages().Len(); n != len(fields) {
+		t.Errorf("file has %d messages, want %d", n, len(fields))
+	}
+	for msg, want := range fields {
+		md := fd.Messages().ByName(protoreflect.Name(msg))
+		if md == nil {
+			t.Errorf("message %s missing", msg)
+			continue
+		}
+		if n := md.Fields().Len(); n != len(want) {
+			t.Errorf("%s has %d fields, want %d", msg, n, len(want))
+		}
+		for name, num := range want {
+			f := md.Fields().ByName(name)
+			if f == nil {
+				t.Errorf("%s.%s missing", msg, name)
+				continue
+			}
+			if f.Number() != num {
+				t.Errorf("%s.%s = %d, want %d", msg, name, f.Number(), num)
+			}
+		}
+	}
+
+	// The ones callers are most likely to get wrong, spelled out.
+	for _, c := range []struct {
+		m    proto.Message
+		name protoreflect.Name
+		num  protoreflect.FieldNumber
+	}{
+		{&ingestpb.IngestRecordBatchRequest{}, "offset_id", 1},
+		{&ingestpb.PersistentStreamRequest{}, "resume_stream", 2},
+		{&ingestpb.ResumeIngestStreamResponse{}, "last_committed_offset", 1},
+	} {
+		md := c.m.ProtoReflect().Descriptor()
+		if f := md.Fields().ByName(c.name); f == nil || f.Number() != c.num {
+			t.Errorf("%s.%s: got %v, want field number %d", md.FullName(), c.name, f, c.num)
+		}
+	}
+
+	rt := fd.Enums().ByName("RecordType")
+	for name, num := range map[protoreflect.Name]protoreflect.EnumNumber{
+		"RECORD_TYPE_UNSPECIFIED": 0, "PROTO": 1, "JSON": 2,
+	} {
+		if v := rt.Values().ByName(name); v == nil || v.Number() != num {
+			t.Errorf("RecordType.%s: got %v, want %d", name, v, num)
+		}
+	}
+}
+
+func TestReserved(t *testing.T) {
+	for _, c := range []struct {
+		m    proto.Message
+		num  protoreflect.FieldNumber
+		name protoreflect.Name
+	}{
+		{&ingestpb.CreateIngestStreamRequest{}, 2, "stream_id"},
+		{&ingestpb.CreateIngestStreamResponse{}, 2, "last_offset_id"},
+	} {
+		md := c.m.ProtoReflect().Descriptor()
+		if !md.ReservedRanges().Has(c.num) {
+			t.Errorf("%s: field number %d not reserved", md.FullName(), c.num)
+		}
+		if !md.ReservedNames().Has(c.name) {
+			t.Errorf("%s: name %q not reserved", md.FullName(), c.name)
+		}
+		if md.Fields().ByName(c.name) != nil || md.Fields().ByNumber(c.num) != nil {
+			t.Errorf("%s: reserved field %d %q is in use", md.FullName(), c.num, c.name)
+		}
+	}
+}
+
+func TestOptionalPresence(t *testing.T) {
+	resp := &ingestpb.IngestRecordResponse{}
+	if resp.DurabilityAckUpToOffset != nil || resp.GetDurabilityAckUpToOffset() != 0 {
+		t.Fatal("unset durability_ack_up_to_offset is not absent")
+	}
+	fd := resp.ProtoReflect().Descriptor().Fields().ByName("durability_ack_up_to_offset")
+	if !fd.HasPresence() {
+		t.Fatal("durability_ack_up_to_offset has no presence")
+	}
+	if resp.ProtoReflect().Has(fd) {
+		t.Error("unset field reported present")
+	}
+
+	// An explicit zero is present and survives the wire.
+	resp.DurabilityAckUpToOffset = proto.Int64(0)
+	if !resp.ProtoReflect().Has(fd) {
+		t.Error("explicit zero reported absent")
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &ingestpb.IngestRecordResponse{}
+	if err := proto.Unmarshal(b, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.DurabilityAckUpToOffset == nil || got.GetDurabilityAckUpToOffset() != 0 {
+		t.Errorf("explicit zero lost on the wire: %v", got)
+	}
+
+	// last_committed_offset is absent when nothing was committed.
+	var resume ingestpb.ResumeIngestStreamResponse
+	if err := proto.Unmarshal(nil, &resume); err != nil {
+		t.Fatal(err)
+	}
+	if resume.LastCommittedOffset != nil {
+		t.Error("last_committed_offset present in an empty message")
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	create := &ingestpb.CreateIngestStreamRequest{
+		TableName:       proto.String("main.default.events"),
+		DescriptorProto: []byte{0x0a, 0x01, 'E'},
+		RecordType:      ingestpb.RecordType_PROTO.Enum(),
+	}
+	record := &ingestpb.IngestRecordRequest{
+		OffsetId: proto.Int64(7),
+		Record:   &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: `{"a":1}`},
+	}
+	batch := &ingestpb.IngestRecordBatchRequest{
+		OffsetId: proto.Int64(8),
+		Batch: &ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch{
+			ProtoEncodedBatch: &ingestpb.ProtoEncodedRecordBatch{Records: [][]byte{{1}, {}, {2, 3}}},
+		},
+	}
+	jsonBatch := &ingestpb.IngestRecordBatchRequest{
+		OffsetId: proto.Int64(9),
+		Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{
+			JsonBatch: &ingestpb.JsonRecordBatch{Records: []string{`{}`, `{"b":2}`}},
+		},
+	}
+	created := &ingestpb.CreateIngestStreamResponse{StreamId: proto.String("s-1")}
+	ack := &ingestpb.IngestRecordResponse{DurabilityAckUpToOffset: proto.Int64(9)}
+	closing := &ingestpb.CloseStreamSignal{Duration: durationpb.New(30 * time.Second)}
+
+	msgs := map[string]proto.Message{
+		"ephemeral create": &ingestpb.EphemeralStreamRequest{
+			Payload: &ingestpb.EphemeralStreamRequest_CreateStream{CreateStream: create},
+		},
+		"ephemeral record": &ingestpb.EphemeralStreamRequest{
+			Payload: &ingestpb.EphemeralStreamRequest_IngestRecord{IngestRecord: record},
+		},
+		"ephemeral batch": &ingestpb.EphemeralStreamRequest{
+			Payload: &ingestpb.EphemeralStreamRequest_IngestRecordBatch{IngestRecordBatch: batch},
+		},
+		"ephemeral created": &ingestpb.EphemeralStreamResponse{
+			Payload: &ingestpb.EphemeralStreamResponse_CreateStreamResponse{CreateStreamResponse: created},
+		},
+		"ephemeral ack": &ingestpb.EphemeralStreamResponse{
+			Payload: &ingestpb.EphemeralStreamResponse_IngestRecordResponse{IngestRecordResponse: ack},
+		},
+		"ephemeral close": &ingestpb.EphemeralStreamResponse{
+			Payload: &ingestpb.EphemeralStreamResponse_CloseStreamSignal{CloseStreamSignal: closing},
+		},
+		"persistent create": &ingestpb.PersistentStreamRequest{
+			Payload: &ingestpb.PersistentStreamRequest_CreateStream{
+				CreateStream: &ingestpb.CreatePersistentStreamRequest{
+					CreateStream:    create,
+					ClientRequestId: proto.String("req-42"),
+				},
+			},
+		},
+		"persistent resume": &ingestpb.PersistentStreamRequest{
+			Payload: &ingestpb.PersistentStreamRequest_ResumeStream{
+				ResumeStream: &ingestpb.ResumeIngestStreamRequest{
+					Identifier: &ingestpb.ResumeIngestStreamRequest_StreamId{StreamId: "s-1"},
+					RecordType: ingestpb.RecordType_JSON.Enum(),
+				},
+			},
+		},
+		"persistent record": &ingestpb.PersistentStreamRequest{
+			Payload: &ingestpb.PersistentStreamRequest_IngestRecord{IngestRecord: record},
+		},
+		"persistent batch": &ingestpb.PersistentStreamRequest{
+			Payload: &ingestpb.PersistentStreamRequest_IngestRecordBatch{IngestRecordBatch: jsonBatch},
+		},
+		"persistent created": &ingestpb.PersistentStreamResponse{
+			Payload: &ingestpb.PersistentStreamResponse_CreateStreamResponse{CreateStreamResponse: created},
+		},
+		"persistent resumed": &ingestpb.PersistentStreamResponse{
+			Payload: &ingestpb.PersistentStreamResponse_ResumeStreamResponse{
+				ResumeStreamResponse: &ingestpb.ResumeIngestStreamResponse{LastCommittedOffset: proto.Int64(0)},
+			},
+		},
+		"persistent ack": &ingestpb.PersistentStreamResponse{
+			Payload: &ingestpb.PersistentStreamResponse_IngestRecordResponse{IngestRecordResponse: ack},
+		},
+		"persistent close": &ingestpb.PersistentStreamResponse{
+			Payload: &ingestpb.PersistentStreamResponse_CloseStreamSignal{CloseStreamSignal: closing},
+		},
+		"retire":  &ingestpb.RetireStreamRequest{StreamId: proto.String("s-1")},
+		"retired": &ingestpb.RetireStreamResponse{LastCommittedOffset: proto.Int64(123)},
+	}
+	for name, m := range msgs {
+		t.Run(name, func(t *testing.T) {
+			b, err := proto.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := m.ProtoReflect().Type().New().Interface()
+			if err := proto.Unmarshal(b, got); err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(m, got) {
+				t.Errorf("round trip changed the message:\n sent %v\n  got %v", m, got)
+			}
+		})
+	}
+}
+
+// TestBatchHasOneOffset checks on the wire that a batch carries exactly one
+// offset, however many records it holds.
+func TestBatchHasOneOffset(t *testing.T) {
+	b, err := proto.Marshal(&ingestpb.IngestRecordBatchRequest{
+		OffsetId: proto.Int64(5),
+		Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{
+			JsonBatch: &ingestpb.JsonRecordBatch{Records: []string{"{}", "{}", "{}"}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Walk the top-level fields: one offset_id (field 1) and one batch.
+	counts := map[protowire.Number]int{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatal(protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == 1 {
+			v, m := protowire.ConsumeVarint(b)
+			if typ != protowire.VarintType || m < 0 || v != 5 {
+				t.Errorf("offset_id: wire type %v, value %d", typ, v)
+			}
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			t.Fatal(protowire.ParseError(m))
+		}
+		b = b[m:]
+		counts[num]++
+	}
+	if counts[1] != 1 || counts[3] != 1 || len(counts) != 2 {
+		t.Errorf("top-level fields %v, want one offset_id (1) and one json_batch (3)", counts)
+	}
+}
