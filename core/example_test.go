@@ -71,7 +71,7 @@ func Example() {
 	// open conn 2 resume=true id="s-1"
 	// durable 1..2 reconciled=true
 	// close-send conn 2
-// abort conn 2
+	// abort conn 2
 	// finished conn 0
 	// closed <nil>
 }
