@@ -63,7 +63,7 @@ func (m *Machine) ingest(now Instant, rt RecordType, e entry) (int64, error) {
 		return NoOffset, ErrWindowFull
 	}
 	if m.win.next == math.MaxInt64 {
-		err := offsetExhausted("offset", m.win.next)
+		err := offsetExhausted("next offset", m.win.next)
 		m.fail(err)
 		return NoOffset, err
 	}

@@ -163,5 +163,5 @@ func (m *Machine) fire(t fsm.Trigger) {
 func (m *Machine) emit(a Action) { m.queue = append(m.queue, a) }
 
 func offsetExhausted(what string, o int64) error {
-	return fmt.Errorf("%w: %s %d leaves no next offset below %d", ErrOffsetSpaceExhausted, what, o, int64(math.MaxInt64))
+	return fmt.Errorf("%w: %s %d: the offset after it would overflow int64 (max %d)", ErrOffsetSpaceExhausted, what, o, int64(math.MaxInt64))
 }
