@@ -14,8 +14,11 @@ import (
 type Machine struct {
 	cfg  Config
 	life *fsm.Lifecycle
-	rng  *rand.Rand
-	now  Instant
+	// state mirrors life.State(): the data path reads it on every call, and
+	// looplab/fsm guards its state with a lock.
+	state fsm.State
+	rng   *rand.Rand
+	now   Instant
 
 	win       window
 	streamID  string
@@ -61,6 +64,7 @@ func New(cfg Config) (*Machine, error) {
 	m := &Machine{
 		cfg:          cfg,
 		life:         fsm.New(),
+		state:        fsm.Idle,
 		rng:          rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		streamID:     cfg.StreamID,
 		requestID:    cfg.ClientRequestID,
@@ -75,7 +79,7 @@ func New(cfg Config) (*Machine, error) {
 }
 
 // State returns the lifecycle state.
-func (m *Machine) State() fsm.State { return m.life.State() }
+func (m *Machine) State() fsm.State { return m.state }
 
 // Kind returns the stream kind.
 func (m *Machine) Kind() Kind { return m.cfg.Kind }
@@ -158,6 +162,7 @@ func (m *Machine) fire(t fsm.Trigger) {
 	if err := m.life.Fire(t); err != nil {
 		panic(fmt.Sprintf("core: lifecycle: %v", err))
 	}
+	m.state = m.life.State()
 }
 
 func (m *Machine) emit(a Action) { m.queue = append(m.queue, a) }
