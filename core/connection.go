@@ -9,12 +9,13 @@ import (
 // Open starts the first connection attempt. It is an error on a machine that
 // is not idle.
 func (m *Machine) Open(now Instant) error {
-	if err := m.advanceTime(now); err != nil {
-		return err
+	if now < m.now {
+		return m.advanceTime(now)
 	}
 	if m.State() != fsm.Idle {
 		return ErrAlreadyOpened
 	}
+	m.now = now
 	m.fire(fsm.StartOpen)
 	m.startAttempt()
 	return nil
@@ -80,7 +81,7 @@ func (m *Machine) Receive(now Instant, conn ConnID, r Response) error {
 	}
 	m.now = now
 	switch st := m.State(); {
-	case st == fsm.Opening:
+	case st == fsm.Opening && (r.Kind == RespCreate || r.Kind == RespResume):
 		m.onOpenResponse(r)
 	case r.Kind == RespAck && (st == fsm.Open || st == fsm.Paused || st == fsm.Closing):
 		m.onAck(r)
@@ -178,7 +179,9 @@ func (m *Machine) onAck(r Response) {
 		return // a duplicate changes nothing, the ack timer included
 	}
 	m.complete(offsetRange{m.win.head, r.Offset + m.base}, false)
-	if m.win.floor() < m.sendNext-1 {
+	if m.State() == fsm.Paused {
+		// The timer stays suspended for the grace period.
+	} else if m.win.floor() < m.sendNext-1 {
 		m.ackBy.arm(m.now.Add(m.cfg.AckTimeout))
 	} else {
 		m.ackBy.disarm()

@@ -1,0 +1,253 @@
+package zbstream_test
+
+// The library packages are meant to be imported by other SDKs, so every
+// dependency is a cost to them (architecture.md, "Layout"). This test keeps
+// their import graphs within the allowed sets, using `go list -deps`.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const modulePath = "github.com/zbstream/zbstream"
+
+// libraryDirs are the library packages, relative to the module root. A
+// directory that does not exist yet (or holds no non-test Go file yet) is
+// skipped.
+var libraryDirs = []string{"core", "fsm", "proto", "io", "grpcio"}
+
+// isStd reports whether an import path belongs to the standard library: its
+// first element has no dot.
+func isStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// under reports whether path is root or a package below it.
+func under(path string, roots ...string) bool {
+	for _, r := range roots {
+		if path == r || strings.HasPrefix(path, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// pureAllowed is the rule for core and fsm: the standard library,
+// looplab/fsm, and the module's own core and fsm.
+func pureAllowed(path string) bool {
+	return isStd(path) || under(path,
+		"github.com/looplab/fsm",
+		modulePath+"/core",
+		modulePath+"/fsm",
+	)
+}
+
+// libraryAllowed is the rule for every library package: the standard
+// library, looplab/fsm, grpc and its transitive dependencies, protobuf, and
+// the module's own library packages.
+func libraryAllowed(path string) bool {
+	if isStd(path) || under(path,
+		"github.com/looplab/fsm",
+		"google.golang.org/grpc",
+		"golang.org/x/net",
+		"golang.org/x/sys",
+		"golang.org/x/text",
+		"google.golang.org/genproto/googleapis/rpc",
+		"google.golang.org/protobuf",
+	) {
+		return true
+	}
+	for _, dir := range libraryDirs {
+		if under(path, modulePath+"/"+dir) {
+			return true
+		}
+	}
+	return false
+}
+
+// depGraph is the output of `go list -deps`: every package in the build
+// of root with its direct imports.
+type depGraph struct {
+	root    string
+	imports map[string][]string
+	order   []string // as go list printed them (dependencies first)
+}
+
+// parseDeps reads lines of "importpath import1 import2 ...".
+func parseDeps(out string) depGraph {
+	g := depGraph{imports: map[string][]string{}}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		g.imports[fields[0]] = fields[1:]
+		g.order = append(g.order, fields[0])
+	}
+	if len(g.order) > 0 {
+		g.root = g.order[len(g.order)-1] // -deps prints the named package last
+	}
+	return g
+}
+
+// chain returns a shortest import chain from the root to pkg.
+func (g depGraph) chain(pkg string) []string {
+	parent := map[string]string{g.root: ""}
+	queue := []string{g.root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p == pkg {
+			var out []string
+			for q := pkg; q != ""; q = parent[q] {
+				out = append(out, q)
+			}
+			slices.Reverse(out)
+			return out
+		}
+		for _, imp := range g.imports[p] {
+			if _, seen := parent[imp]; !seen {
+				parent[imp] = p
+				queue = append(queue, imp)
+			}
+		}
+	}
+	return []string{g.root, "?", pkg}
+}
+
+// violations lists every package in the graph that allow refuses, each with
+// the packages that import it and one import chain from the root.
+func (g depGraph) violations(allow func(string) bool) []string {
+	var out []string
+	for _, pkg := range g.order {
+		if allow(pkg) {
+			continue
+		}
+		var importers []string
+		for _, p := range g.order {
+			if slices.Contains(g.imports[p], pkg) {
+				importers = append(importers, p)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s imports %s (imported directly by %s; chain: %s)",
+			g.root, pkg, strings.Join(importers, ", "), strings.Join(g.chain(pkg), " -> ")))
+	}
+	return out
+}
+
+// goListDeps runs `go list -deps` on one package of the module.
+func goListDeps(t *testing.T, pkg string) depGraph {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	cmd := exec.Command(goCmd, "list", "-deps", "-f", `{{.ImportPath}} {{join .Imports " "}}`, pkg)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	g := parseDeps(string(out))
+	if want := modulePath + "/" + strings.TrimPrefix(pkg, "./"); g.root != want {
+		t.Fatalf("go list -deps %s: last package %q, want %q", pkg, g.root, want)
+	}
+	return g
+}
+
+// hasGoSource reports whether dir holds a non-test Go file.
+func hasGoSource(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLibraryImports checks every existing library package: core and fsm
+// import only the standard library and looplab/fsm (and each other); all of
+// them stay within the standard library, looplab/fsm, grpc (with its
+// golang.org/x and genproto rpc dependencies), protobuf and the module's own
+// library packages.
+func TestLibraryImports(t *testing.T) {
+	checked := 0
+	for _, dir := range libraryDirs {
+		if !hasGoSource(filepath.FromSlash(dir)) {
+			if dir == "core" || dir == "fsm" || dir == "proto" {
+				t.Errorf("library package ./%s is missing", dir)
+			} else {
+				t.Logf("./%s does not exist yet: skipped", dir)
+			}
+			continue
+		}
+		checked++
+		t.Run(dir, func(t *testing.T) {
+			g := goListDeps(t, "./"+dir)
+			allow := libraryAllowed
+			rule := "the standard library, looplab/fsm, grpc, protobuf and the library packages"
+			if dir == "core" || dir == "fsm" {
+				allow = pureAllowed
+				rule = "the standard library, looplab/fsm, core and fsm"
+			}
+			for _, v := range g.violations(allow) {
+				t.Errorf("%s; ./%s may import only %s", v, dir, rule)
+			}
+		})
+	}
+	if checked == 0 {
+		t.Fatal("no library package checked")
+	}
+}
+
+// TestImportCheckerReports makes sure the checker itself catches an
+// offending import and names who pulled it in.
+func TestImportCheckerReports(t *testing.T) {
+	out := strings.Join([]string{
+		"fmt ",
+		"example.com/bad fmt",
+		"github.com/looplab/fsm fmt",
+		modulePath + "/fsm github.com/looplab/fsm",
+		"google.golang.org/grpc fmt",
+		modulePath + "/core fmt " + modulePath + "/fsm example.com/bad google.golang.org/grpc",
+	}, "\n")
+	g := parseDeps(out)
+	if g.root != modulePath+"/core" {
+		t.Fatalf("root %q", g.root)
+	}
+	pure := g.violations(pureAllowed)
+	if len(pure) != 2 {
+		t.Fatalf("pure rule: %d violations, want 2 (bad, grpc): %q", len(pure), pure)
+	}
+	want := modulePath + "/core imports example.com/bad (imported directly by " + modulePath + "/core; chain: " +
+		modulePath + "/core -> example.com/bad)"
+	if pure[0] != want {
+		t.Errorf("violation message\n got: %s\nwant: %s", pure[0], want)
+	}
+	lib := g.violations(libraryAllowed)
+	if len(lib) != 1 || !strings.Contains(lib[0], "imports example.com/bad") {
+		t.Errorf("library rule: %q, want only example.com/bad", lib)
+	}
+	for path, std := range map[string]bool{"fmt": true, "net/http": true, "vendor/golang.org/x/net/idna": true,
+		"C": true, "golang.org/x/net": false, modulePath + "/core": false} {
+		if isStd(path) != std {
+			t.Errorf("isStd(%q) = %v, want %v", path, !std, std)
+		}
+	}
+	if libraryAllowed(modulePath+"/cmd") || libraryAllowed(modulePath+"/coreextra") || !libraryAllowed(modulePath+"/io/mem") {
+		t.Error("library rule: wrong handling of the module's own packages")
+	}
+}
