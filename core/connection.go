@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/zbstream/zbstream/fsm"
 )
@@ -143,6 +144,9 @@ func (m *Machine) applyResume(r Response) bool {
 		maxAttempted: m.maxAttempted,
 		next:         m.win.next,
 	}, r)
+	if m.bugs.has(bugWatermarkCheck) || (m.bugs.has(bugWrapNext) && r.Offset == math.MaxInt64) {
+		plan, err = reconciliation{complete: offsetRange{m.win.head, r.Offset}, resendFrom: r.Offset + 1, watermark: r.Offset}, nil
+	}
 	if err != nil {
 		m.fail(err)
 		return false
@@ -162,6 +166,9 @@ func (m *Machine) complete(r offsetRange, reconciled bool) {
 	if r.empty() {
 		return
 	}
+	if reconciled && m.bugs.has(bugDoubleComplete) && r.first > 0 {
+		r.first--
+	}
 	m.emit(Action{Kind: ActComplete, Offset: r.first, Last: r.last, Reconciled: reconciled})
 	m.win.advance(r.last + 1)
 	m.attempts = 0
@@ -170,7 +177,11 @@ func (m *Machine) complete(r offsetRange, reconciled bool) {
 // onAck validates a cumulative ack against this connection's bounds, in wire
 // offsets, before anything changes.
 func (m *Machine) onAck(r Response) {
-	advance, err := checkAck(ackBounds{floor: m.win.floor() - m.base, maxSent: m.maxSent - m.base}, r)
+	bounds := ackBounds{floor: m.win.floor() - m.base, maxSent: m.maxSent - m.base}
+	if m.bugs.has(bugAckUpperBound) {
+		bounds.maxSent = math.MaxInt64
+	}
+	advance, err := checkAck(bounds, r)
 	if err != nil {
 		m.fail(err)
 		return

@@ -54,6 +54,8 @@ type Machine struct {
 	err            error
 
 	queue []Action
+
+	bugs plantedBugs // always empty outside the zbstream_plantbugs build
 }
 
 // New returns an idle machine, or a *ConfigError.
