@@ -9,9 +9,10 @@ import "github.com/zbstream/zbstream/fsm"
 // CloseTimeout. Close is idempotent and succeeds on a stream that has already
 // failed or closed.
 func (m *Machine) Close(now Instant) error {
-	if err := m.advanceTime(now); err != nil {
+	if err := m.checkTime(now); err != nil {
 		return err
 	}
+	m.now = now
 	switch {
 	case m.State().Terminal() || m.State() == fsm.Closing || m.closeRequested:
 		return nil

@@ -10,8 +10,8 @@ import (
 // Open starts the first connection attempt. It is an error on a machine that
 // is not idle.
 func (m *Machine) Open(now Instant) error {
-	if now < m.now {
-		return m.advanceTime(now)
+	if err := m.checkTime(now); err != nil {
+		return err
 	}
 	if m.State() != fsm.Idle {
 		return ErrAlreadyOpened
@@ -53,8 +53,8 @@ func (m *Machine) checkConn(conn ConnID) (bool, error) {
 // in the order they were emitted; anything else is an ErrUnknownSend and
 // changes nothing. Reports for a connection already left are ignored.
 func (m *Machine) Sent(now Instant, conn ConnID, offset int64) error {
-	if now < m.now {
-		return m.advanceTime(now)
+	if err := m.checkTime(now); err != nil {
+		return err
 	}
 	current, err := m.checkConn(conn)
 	if !current {
@@ -73,8 +73,8 @@ func (m *Machine) Sent(now Instant, conn ConnID, offset int64) error {
 // the protocol fails the stream (see Err); Receive itself returns an error
 // only for misuse. Messages from a connection already left are ignored.
 func (m *Machine) Receive(now Instant, conn ConnID, r Response) error {
-	if now < m.now {
-		return m.advanceTime(now)
+	if err := m.checkTime(now); err != nil {
+		return err
 	}
 	current, err := m.checkConn(conn)
 	if !current {
@@ -244,8 +244,8 @@ func (m *Machine) dropConn() {
 // error, kept as the cause. Reports for a connection already left are
 // ignored.
 func (m *Machine) ConnectionFailed(now Instant, conn ConnID, code Code, err error) error {
-	if now < m.now {
-		return m.advanceTime(now)
+	if err := m.checkTime(now); err != nil {
+		return err
 	}
 	current, cerr := m.checkConn(conn)
 	if !current {

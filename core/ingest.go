@@ -37,9 +37,10 @@ func (m *Machine) IngestBatch(now Instant, rt RecordType, records [][]byte) (int
 
 // canIngest checks everything about a call except its size.
 func (m *Machine) canIngest(now Instant, rt RecordType) error {
+	if err := m.checkTime(now); err != nil {
+		return err
+	}
 	switch {
-	case now < m.now:
-		return m.advanceTime(now)
 	case m.err != nil:
 		return fmt.Errorf("%w: %w", ErrStreamFailed, m.err)
 	case m.closeRequested || m.State() == fsm.Closing || m.State() == fsm.Closed:

@@ -149,12 +149,13 @@ func (m *Machine) Unacked(dst []Batch) []Batch {
 	return dst
 }
 
-// advanceTime applies the time rule shared by every input.
-func (m *Machine) advanceTime(now Instant) error {
+// checkTime is the time rule shared by every input: an Instant earlier than
+// one already seen is misuse. It changes nothing; each input stores now once
+// it knows it will act.
+func (m *Machine) checkTime(now Instant) error {
 	if now < m.now {
 		return fmt.Errorf("%w: %d after %d", ErrTimeBackwards, now, m.now)
 	}
-	m.now = now
 	return nil
 }
 

@@ -23,9 +23,10 @@ func (m *Machine) NextDeadline() (Instant, bool) {
 // failure), the end of a grace period (reconnect), the end of a backoff
 // (next attempt) and the close timeout.
 func (m *Machine) Tick(now Instant) error {
-	if err := m.advanceTime(now); err != nil {
+	if err := m.checkTime(now); err != nil {
 		return err
 	}
+	m.now = now
 	if m.closeBy.due(now) {
 		m.closeBy.disarm()
 		if m.State() == fsm.Closing {
