@@ -197,11 +197,11 @@ func (m *Machine) onAck(r Response) {
 	} else {
 		m.ackBy.disarm()
 	}
-	if m.State() == fsm.Paused && m.win.floor() == m.sendNext-1 {
+	if m.State() == fsm.Paused && m.win.floor() == m.sendNext-1 && !(m.closeRequested && m.win.len() == 0) {
 		m.rotate() // nothing left in flight: no reason to wait out the grace
 		return
 	}
-	m.maybeFinishClose()
+	m.maybeFinishClose() // a close that was waiting for this ack ends on this connection
 }
 
 // onCloseSignal: a persistent stream resumes at once; an ephemeral one stops
