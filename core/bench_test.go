@@ -11,6 +11,9 @@ import (
 // openStream returns a machine whose first open has succeeded on conn 1.
 func openStream(tb testing.TB, cfg core.Config) *core.Machine {
 	tb.Helper()
+	if cfg.Kind == core.Persistent {
+		cfg.ClientRequestID = "req-bench"
+	}
 	m, err := core.New(cfg)
 	if err != nil {
 		tb.Fatal(err)

@@ -20,8 +20,10 @@ type Config struct {
 	StreamID string
 	// ClientRequestID makes a persistent create idempotent: every create
 	// attempt of this machine carries it, so a create whose response was lost
-	// can be retried without orphaning a durable stream. Generated from Seed
-	// when empty.
+	// can be retried without orphaning a durable stream. Required to create a
+	// persistent stream. It must be unique per stream (16 random bytes from
+	// crypto/rand, say): the core has no randomness of its own to make one,
+	// and two writers sharing one would share a stream.
 	ClientRequestID string
 
 	// MaxInflightCalls bounds buffered plus in-flight ingest calls.
@@ -52,8 +54,8 @@ type Config struct {
 	// Backoff shapes the delay before each reconnect attempt.
 	Backoff Backoff
 
-	// Seed drives the machine's only randomness (backoff jitter and a
-	// generated ClientRequestID): same seed, same inputs, same outputs.
+	// Seed drives the machine's only randomness, the backoff jitter: same
+	// seed, same inputs, same outputs.
 	Seed uint64
 }
 
@@ -106,6 +108,8 @@ func (c *Config) Validate() error {
 		return bad("RecordType", "must be RecordProto or RecordJSON")
 	case c.StreamID != "" && c.Kind != Persistent:
 		return bad("StreamID", "is only for persistent streams")
+	case c.Kind == Persistent && c.StreamID == "" && c.ClientRequestID == "":
+		return bad("ClientRequestID", "is required to create a persistent stream (a unique random id per stream)")
 	case c.MaxInflightCalls <= 0:
 		return bad("MaxInflightCalls", "must be positive")
 	case c.MaxCallBytes <= 0:

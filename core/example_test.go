@@ -30,6 +30,7 @@ func show(m *core.Machine) []core.Action {
 // resume, and close.
 func Example() {
 	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)
+	cfg.ClientRequestID = "6f1c2a9e4b7d4e0f" // unique per stream: crypto/rand in real use
 	m, _ := core.New(cfg)
 	now := core.Instant(0)
 

@@ -22,6 +22,9 @@ var errInjected = errors.New("injected transport failure")
 // that deadlines are easy to compute.
 func ruleConfig(kind core.Kind) core.Config {
 	cfg := core.DefaultConfig(kind, core.RecordJSON)
+	if kind == core.Persistent {
+		cfg.ClientRequestID = "req-rule"
+	}
 	cfg.OpenTimeout = 15 * time.Second
 	cfg.AckTimeout = 60 * time.Second
 	cfg.CloseTimeout = 5 * time.Minute

@@ -74,9 +74,6 @@ func New(cfg Config) (*Machine, error) {
 		maxSent:      NoOffset,
 		history:      cfg.StreamID == "",
 	}
-	if m.requestID == "" && cfg.Kind == Persistent {
-		m.requestID = fmt.Sprintf("%016x%016x", m.rng.Uint64(), m.rng.Uint64())
-	}
 	return m, nil
 }
 

@@ -1371,7 +1371,6 @@ func TestRulePersistentReconnectIdentity(t *testing.T) {
 		requestID string
 		streamID  string // Config.StreamID: fresh-process resume
 	}{
-		{name: "persistent generated request id", kind: core.Persistent},
 		{name: "persistent explicit request id", kind: core.Persistent, requestID: "req-fixed"},
 		{name: "persistent fresh-process resume", kind: core.Persistent, streamID: "s-old"},
 		{name: "ephemeral", kind: core.Ephemeral},
@@ -1383,7 +1382,7 @@ func TestRulePersistentReconnectIdentity(t *testing.T) {
 			cfg.ClientRequestID, cfg.StreamID = tc.requestID, tc.streamID
 			h := newHarness(t, cfg)
 			rid := h.m.ClientRequestID()
-			if tc.kind == core.Persistent && (rid == "" || tc.requestID != "" && rid != tc.requestID) {
+			if tc.kind == core.Persistent && tc.streamID == "" && rid != tc.requestID {
 				t.Fatalf("ClientRequestID %q (configured %q)", rid, tc.requestID)
 			}
 			h.open()
@@ -1435,14 +1434,12 @@ func TestRulePersistentReconnectIdentity(t *testing.T) {
 			}
 		})
 	}
-	t.Run("request id from seed", func(t *testing.T) {
-		id := func(seed uint64) string {
-			cfg := ruleConfig(core.Persistent)
-			cfg.Seed = seed
-			return newHarness(t, cfg).m.ClientRequestID()
-		}
-		if id(7) != id(7) || id(7) == id(8) {
-			t.Errorf("request ids: seed 7 %q/%q, seed 8 %q", id(7), id(7), id(8))
+	t.Run("no request id for a persistent create", func(t *testing.T) {
+		cfg := ruleConfig(core.Persistent)
+		cfg.ClientRequestID = ""
+		var ce *core.ConfigError
+		if _, err := core.New(cfg); !errors.As(err, &ce) || ce.Field != "ClientRequestID" {
+			t.Fatalf("New without ClientRequestID: %v, want a ConfigError naming it", err)
 		}
 	})
 }
@@ -2406,6 +2403,9 @@ func TestRuleConfigValidation(t *testing.T) {
 		for _, kind := range ruleKinds {
 			t.Run(fmt.Sprintf("%d/%s/%s", i, kind, tc.field), func(t *testing.T) {
 				cfg := core.DefaultConfig(kind, core.RecordJSON)
+				if kind == core.Persistent {
+					cfg.ClientRequestID = "req"
+				}
 				tc.mutate(&cfg)
 				m, err := core.New(cfg)
 				verr := cfg.Validate()

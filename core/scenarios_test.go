@@ -20,6 +20,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,9 +64,18 @@ type scnDriver struct {
 
 var scnKinds = []core.Kind{core.Ephemeral, core.Persistent}
 
-// scnConfig is a default config with a fixed seed.
+// scnRequests numbers the request ids scnConfig hands out, so that every
+// persistent machine of a test creates its own stream.
+var scnRequests atomic.Int64
+
+// scnConfig is a default config with a fixed seed and, for a persistent
+// stream, a request id of its own.
 func scnConfig(kind core.Kind) core.Config {
-	return core.DefaultConfig(kind, core.RecordJSON)
+	cfg := core.DefaultConfig(kind, core.RecordJSON)
+	if kind == core.Persistent {
+		cfg.ClientRequestID = fmt.Sprintf("req-%d", scnRequests.Add(1))
+	}
+	return cfg
 }
 
 func newScn(t *testing.T, srv *modelServer, name string, cfg core.Config) *scnDriver {
