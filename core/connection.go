@@ -29,7 +29,7 @@ func (m *Machine) startAttempt() {
 	m.conn = m.lastConn
 	// Nothing may be reported sent on a connection before its open response.
 	m.sendNext, m.maxSent = m.win.head, m.win.floor()
-	resume := m.cfg.Kind == Persistent && m.streamID != ""
+	resume := m.resumes()
 	a := Action{Kind: ActOpen, Conn: m.conn, Resume: resume}
 	if resume {
 		a.StreamID = m.streamID
@@ -39,6 +39,10 @@ func (m *Machine) startAttempt() {
 	m.emit(a)
 	m.openBy.arm(m.now.Add(m.cfg.OpenTimeout))
 }
+
+// resumes reports whether the next open is a resume: a persistent stream
+// whose id is known. Every other open is a create.
+func (m *Machine) resumes() bool { return m.cfg.Kind == Persistent && m.streamID != "" }
 
 // checkConn sorts an event's connection: current (true), stale (false, nil:
 // late news from a connection already left, ignored) or never issued.
@@ -91,20 +95,20 @@ func (m *Machine) Receive(now Instant, conn ConnID, r Response) error {
 	case r.Kind == RespCloseSignal:
 		// Already pausing, or closing: the connection is being left anyway.
 	default:
-		m.fail(&ProtocolError{Rule: UnexpectedMessage, Detail: fmt.Sprintf("kind %d in state %s", r.Kind, st)})
+		m.fail(&ProtocolError{Rule: UnexpectedMessage, Detail: fmt.Sprintf("%s response in state %s", r.Kind, st)})
 	}
 	return nil
 }
 
 // onOpenResponse checks that the answer matches the request, then opens.
 func (m *Machine) onOpenResponse(r Response) {
-	resumed := m.cfg.Kind == Persistent && m.streamID != ""
+	resumed := m.resumes()
 	want := RespCreate
 	if resumed {
 		want = RespResume
 	}
 	if r.Kind != want {
-		m.fail(&ProtocolError{Rule: OpenResponseKind, Detail: fmt.Sprintf("want kind %d, got %d", want, r.Kind)})
+		m.fail(&ProtocolError{Rule: OpenResponseKind, Detail: fmt.Sprintf("sent a %s request, got a %s response", want, r.Kind)})
 		return
 	}
 	if want == RespCreate && (!r.HasStreamID || r.StreamID == "") {
@@ -142,7 +146,6 @@ func (m *Machine) applyResume(r Response) bool {
 		history:      m.history,
 		floor:        m.win.floor(),
 		maxAttempted: m.maxAttempted,
-		next:         m.win.next,
 	}, r)
 	if m.bugs.has(bugWatermarkCheck) || (m.bugs.has(bugWrapNext) && r.Offset == math.MaxInt64) {
 		plan, err = reconciliation{complete: offsetRange{m.win.head, r.Offset}, resendFrom: r.Offset + 1, watermark: r.Offset}, nil
@@ -190,18 +193,23 @@ func (m *Machine) onAck(r Response) {
 		return // a duplicate changes nothing, the ack timer included
 	}
 	m.complete(offsetRange{m.win.head, r.Offset + m.base}, false)
-	if m.State() == fsm.Paused {
-		// The timer stays suspended for the grace period.
-	} else if m.win.floor() < m.sendNext-1 {
+	inFlight := m.win.floor() < m.sendNext-1
+	closing := m.closeRequested && m.win.len() == 0
+	switch {
+	case m.State() == fsm.Paused:
+		// The ack timer stays suspended for the grace period, and once
+		// nothing is in flight there is no reason to wait the grace out,
+		// unless a close ends on this connection.
+		if !inFlight && !closing {
+			m.rotate()
+			return
+		}
+	case inFlight:
 		m.ackBy.arm(m.now.Add(m.cfg.AckTimeout))
-	} else {
+	default:
 		m.ackBy.disarm()
 	}
-	if m.State() == fsm.Paused && m.win.floor() == m.sendNext-1 && !(m.closeRequested && m.win.len() == 0) {
-		m.rotate() // nothing left in flight: no reason to wait out the grace
-		return
-	}
-	m.maybeFinishClose() // a close that was waiting for this ack ends on this connection
+	m.maybeFinishClose()
 }
 
 // onCloseSignal: a persistent stream resumes at once; an ephemeral one stops

@@ -32,7 +32,6 @@ type resumeBounds struct {
 	history      bool  // false: a fresh process resuming; no bounds yet
 	floor        int64 // last durable offset known to the client
 	maxAttempted int64 // highest offset ever handed to a transport
-	next         int64 // next offset to assign
 }
 
 // reconciliation is the plan for a resume: complete what the server already

@@ -22,6 +22,16 @@ const (
 	RespCloseSignal
 )
 
+var responseNames = [...]string{RespEmpty: "empty", RespCreate: "create", RespResume: "resume",
+	RespAck: "ack", RespCloseSignal: "close-signal"}
+
+func (k ResponseKind) String() string {
+	if int(k) < len(responseNames) {
+		return responseNames[k]
+	}
+	return "response(?)"
+}
+
 // Response is a server message, decoded by the transport adapter into plain
 // values. proto2 presence is kept: each Has flag says whether the optional
 // field was on the wire.

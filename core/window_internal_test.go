@@ -111,7 +111,7 @@ func TestBackoffFullJitter(t *testing.T) {
 // TestReconcilePure: the plan depends only on its inputs and every rejected
 // watermark names its bound.
 func TestReconcilePure(t *testing.T) {
-	b := resumeBounds{history: true, floor: 4, maxAttempted: 9, next: 12}
+	b := resumeBounds{history: true, floor: 4, maxAttempted: 9}
 	w := func(o int64) Response { return Response{Kind: RespResume, Offset: o, HasOffset: true} }
 	cases := []struct {
 		name   string
