@@ -67,6 +67,7 @@ func New(cfg Config) (*Machine, error) {
 		cfg:          cfg,
 		life:         fsm.New(),
 		state:        fsm.Idle,
+		now:          math.MinInt64, // the caller picks the clock's origin
 		rng:          rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		streamID:     cfg.StreamID,
 		requestID:    cfg.ClientRequestID,
