@@ -92,7 +92,7 @@ func (m *Machine) Receive(now Instant, conn ConnID, r Response) error {
 		m.onAck(r)
 	case r.Kind == RespCloseSignal && st == fsm.Open:
 		m.onCloseSignal(r)
-	case r.Kind == RespCloseSignal:
+	case r.Kind == RespCloseSignal && (st == fsm.Paused || st == fsm.Closing):
 		// Already pausing, or closing: the connection is being left anyway.
 	default:
 		m.fail(&ProtocolError{Rule: UnexpectedMessage, Detail: fmt.Sprintf("%s response in state %s", r.Kind, st)})

@@ -1,0 +1,35 @@
+// Package grpcio connects zbstream's protocol core to the Zerobus gRPC
+// service.
+//
+// For now it holds the decode path: the functions that turn the server's
+// messages (ingestpb.EphemeralStreamResponse and
+// ingestpb.PersistentStreamResponse, from the wire or already decoded) into
+// the plain core.Response values the core consumes, keeping proto2 field
+// presence exactly. The gRPC transport, status-code classification,
+// credentials and the thin public client will join it later.
+//
+// Decoding never judges a message: a create response without a stream id or
+// an ack without an offset decodes faithfully (with the Has flag false), and
+// the core decides that it breaks the protocol. Only bytes that are not a
+// message at all are an error here, a *DecodeError.
+//
+// # Close signal durations
+//
+// A close_stream_signal's google.protobuf.Duration becomes
+// Response.Duration as follows; it never panics:
+//
+//   - absent: HasDuration false (the core then uses its MaxGrace cap);
+//   - valid: converted exactly, saturating at the largest time.Duration
+//     (time.Duration spans about 292 years, a valid Duration up to 10,000);
+//   - negative: clamped to 0, HasDuration true (reconnect at once);
+//   - invalid per durationpb's CheckValid (seconds beyond ±10,000 years,
+//     nanos outside ±999,999,999, or seconds and nanos of different signs):
+//     the largest time.Duration (math.MaxInt64), HasDuration true.
+//
+// Decision for the invalid case: such a value carries no trustworthy
+// magnitude, not even a trustworthy sign, so it must not cut the grace short
+// (reading it as 0 would drop the acks the server is about to send). The
+// largest duration leaves the choice to the client's own MaxGrace cap, which
+// is exactly what an absent duration gets, while HasDuration still reports
+// truthfully that the field was on the wire.
+package grpcio
