@@ -54,12 +54,9 @@ type simSrvConn struct {
 // a server that breaks its contract.
 type simServerBug uint8
 
-const (
-	simServerOK simServerBug = iota
-	// simBugLoseSynced: a crash also loses the last synced call, which was
-	// acknowledged.
-	simBugLoseSynced
-)
+// simBugLoseSynced: a crash also loses the last synced call, which was
+// acknowledged. The zero simServerBug is a correct server.
+const simBugLoseSynced simServerBug = 1
 
 // simServer is the model server.
 type simServer struct {
