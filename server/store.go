@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrStreamNotFound: no stream has that id.
+var ErrStreamNotFound = errors.New("server: stream not found")
+
+// ErrStoreClosed: the store was closed.
+var ErrStoreClosed = errors.New("server: store closed")
+
+// StreamKind is the kind of a stored stream.
+type StreamKind uint8
+
+const (
+	// KindEphemeral streams live for one connection.
+	KindEphemeral StreamKind = iota + 1
+	// KindPersistent streams are created once and resumed by id.
+	KindPersistent
+)
+
+// StreamMeta describes a stored stream. Watermark is the highest committed
+// offset (-1: nothing committed); Records counts stored records (a batch
+// counts each of its records).
+type StreamMeta struct {
+	ID         string
+	Kind       StreamKind
+	Table      string
+	Principal  string
+	RecordType int32 // ingestpb.RecordType value
+	Descriptor []byte
+	RequestID  string // persistent create idempotency key ("" for none)
+	Watermark  int64
+	Records    int64
+	Retired    bool
+}
+
+// Batch is the records of one ingest call, stored under one offset.
+type Batch struct {
+	Offset  int64
+	Records [][]byte
+}
+
+// Store keeps streams and their records. Implementations are safe for
+// concurrent use. Every method that changes data returns only once the
+// change is durable (for a durable engine: synced to disk), so the server
+// acknowledges nothing that a crash could lose.
+type Store interface {
+	// CreateStream stores a new stream (meta.Watermark is ignored; a new
+	// stream has -1). When meta.RequestID is not empty and a stream with the
+	// same RequestID exists, it returns that stream and created == false
+	// instead (idempotent create).
+	CreateStream(ctx context.Context, meta StreamMeta) (stored StreamMeta, created bool, err error)
+	// Stream returns a stream's metadata or ErrStreamNotFound.
+	Stream(ctx context.Context, id string) (StreamMeta, error)
+	// Append stores batches of stream id, in offset order, starting at
+	// exactly the stream's watermark + 1 and dense, together with the new
+	// watermark (the last batch's offset), atomically. Concurrent Appends,
+	// to one stream or many, may share one sync (group commit).
+	Append(ctx context.Context, id string, batches []Batch) error
+	// Retire marks a stream retired and returns its watermark.
+	Retire(ctx context.Context, id string) (watermark int64, err error)
+	// Streams lists every stream, ordered by id.
+	Streams(ctx context.Context) ([]StreamMeta, error)
+	// Records returns a stream's stored batches in offset order.
+	Records(ctx context.Context, id string) ([]Batch, error)
+	// Close releases the store. It is idempotent.
+	Close() error
+}
