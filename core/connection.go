@@ -44,9 +44,14 @@ func (m *Machine) startAttempt() {
 // whose id is known. Every other open is a create.
 func (m *Machine) resumes() bool { return m.cfg.Kind == Persistent && m.streamID != "" }
 
-// checkConn sorts an event's connection: current (true), stale (false, nil:
-// late news from a connection already left, ignored) or never issued.
-func (m *Machine) checkConn(conn ConnID) (bool, error) {
+// eventFrom applies the checks every connection event shares: the time rule,
+// then which connection the event names. It reports true for the current
+// connection; false with a nil error for one already left (late news,
+// ignored); false with an error for misuse.
+func (m *Machine) eventFrom(now Instant, conn ConnID) (bool, error) {
+	if err := m.checkTime(now); err != nil {
+		return false, err
+	}
 	if conn == 0 || conn > m.lastConn {
 		return false, fmt.Errorf("%w: %d", ErrUnknownConn, conn)
 	}
@@ -57,11 +62,7 @@ func (m *Machine) checkConn(conn ConnID) (bool, error) {
 // in the order they were emitted; anything else is an ErrUnknownSend and
 // changes nothing. Reports for a connection already left are ignored.
 func (m *Machine) Sent(now Instant, conn ConnID, offset int64) error {
-	if err := m.checkTime(now); err != nil {
-		return err
-	}
-	current, err := m.checkConn(conn)
-	if !current {
+	if current, err := m.eventFrom(now, conn); !current {
 		return err
 	}
 	if offset != m.maxSent+1 || offset >= m.sendNext {
@@ -77,11 +78,7 @@ func (m *Machine) Sent(now Instant, conn ConnID, offset int64) error {
 // the protocol fails the stream (see Err); Receive itself returns an error
 // only for misuse. Messages from a connection already left are ignored.
 func (m *Machine) Receive(now Instant, conn ConnID, r Response) error {
-	if err := m.checkTime(now); err != nil {
-		return err
-	}
-	current, err := m.checkConn(conn)
-	if !current {
+	if current, err := m.eventFrom(now, conn); !current {
 		return err
 	}
 	m.now = now
@@ -252,12 +249,8 @@ func (m *Machine) dropConn() {
 // error, kept as the cause. Reports for a connection already left are
 // ignored.
 func (m *Machine) ConnectionFailed(now Instant, conn ConnID, code Code, err error) error {
-	if err := m.checkTime(now); err != nil {
+	if current, err := m.eventFrom(now, conn); !current {
 		return err
-	}
-	current, cerr := m.checkConn(conn)
-	if !current {
-		return cerr
 	}
 	m.now = now
 	m.onConnLost(&ConnectionError{Code: code, Err: err})

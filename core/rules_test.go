@@ -2185,7 +2185,7 @@ func TestRuleMisuseUnknownSend(t *testing.T) {
 	})
 }
 
-// TestRuleMisuseUnknownConn pins checkConn: an event naming a connection the
+// TestRuleMisuseUnknownConn pins eventFrom: an event naming a connection the
 // machine never issued is ErrUnknownConn and changes nothing.
 func TestRuleMisuseUnknownConn(t *testing.T) {
 	for _, conn := range []core.ConnID{0, 2, 99} {
