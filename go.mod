@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	github.com/looplab/fsm v1.0.3
+	go.etcd.io/bbolt v1.5.0
+	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 	pgregory.net/rapid v1.3.0

@@ -1,0 +1,268 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+)
+
+// DefaultMaxMessageBytes is the largest request message accepted: 10 MiB.
+const DefaultMaxMessageBytes = 10 << 20
+
+// Options configure a Server. The zero value is a usable open-mode server
+// on a fresh MemoryStore.
+type Options struct {
+	// Store keeps the streams. Nil: a new MemoryStore, closed by Stop. A
+	// given Store is not closed by the server.
+	Store Store
+	// Auth maps bearer tokens to principals. Nil: open mode, no token
+	// needed and every table writable (for tests and demos).
+	Auth *Auth
+	// TLS, when set, makes the server speak TLS (see LoadTLS).
+	TLS *tls.Config
+	// SessionAge, when positive, makes the server send
+	// close_stream_signal{CloseGrace} to every connection that has been open
+	// that long, and end the call (status OK) CloseGrace later. 0: off.
+	SessionAge time.Duration
+	// CloseGrace is the duration announced by a rotation close signal.
+	CloseGrace time.Duration
+	// MaxMessageBytes is the largest request message accepted (default
+	// DefaultMaxMessageBytes); a larger one ends the call with
+	// RESOURCE_EXHAUSTED.
+	MaxMessageBytes int
+	// Logger receives connection events. Nil: discard. Tokens are never
+	// logged.
+	Logger *slog.Logger
+	// OnListen, when set, is called by ListenAndServe with the address it
+	// listens on (useful with port 0).
+	OnListen func(net.Addr)
+	// StopGrace bounds how long GracefulStop waits for calls to end before
+	// cutting them (default 5s).
+	StopGrace time.Duration
+}
+
+// Server is the reference Zerobus-compatible server.
+type Server struct {
+	opts      Options
+	store     Store
+	ownsStore bool
+	log       *slog.Logger
+	grpc      *grpc.Server
+	faults    faultRegistry
+
+	streamsMu sync.Mutex
+	streams   map[string]*streamEntry // live or recently live streams
+
+	draining  chan struct{}
+	drainOnce sync.Once
+	stopOnce  sync.Once
+	wg        sync.WaitGroup // receiver goroutines
+	stopped   atomic.Bool
+}
+
+// streamEntry serializes the writers of one stream: owner is the only
+// connection allowed to append (fencing), appendMu makes an ownership
+// change wait for an Append in progress.
+type streamEntry struct {
+	appendMu sync.Mutex
+	owner    atomic.Pointer[conn]
+}
+
+// New returns a server; start it with Serve.
+func New(opts Options) (*Server, error) {
+	if opts.MaxMessageBytes < 0 || opts.SessionAge < 0 || opts.CloseGrace < 0 {
+		return nil, errors.New("server: negative option")
+	}
+	if opts.MaxMessageBytes == 0 {
+		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 5 * time.Second
+	}
+	s := &Server{
+		opts:     opts,
+		store:    opts.Store,
+		log:      opts.Logger,
+		streams:  map[string]*streamEntry{},
+		draining: make(chan struct{}),
+	}
+	if s.store == nil {
+		s.store, s.ownsStore = NewMemoryStore(), true
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	gopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.WaitForHandlers(true),
+		grpc.ForceServerCodecV2(newServerCodec()),
+	}
+	if opts.TLS != nil {
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s.grpc = grpc.NewServer(gopts...)
+	ingestpb.RegisterZerobusServer(s.grpc, &service{s: s})
+	return s, nil
+}
+
+// LoadTLS returns a server TLS configuration from PEM certificate and key
+// files.
+func LoadTLS(certFile, keyFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("server: load TLS key pair: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Serve accepts connections on lis until Stop or GracefulStop. It returns
+// nil after a stop.
+func (s *Server) Serve(lis net.Listener) error {
+	if s.stopped.Load() {
+		lis.Close()
+		return nil
+	}
+	err := s.grpc.Serve(lis)
+	if errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// Stop ends every call at once (clients see UNAVAILABLE or CANCELLED),
+// closes listeners and connections, waits for every goroutine of the
+// server and closes the store if the server created it. Nothing is lost:
+// only durable records were ever acknowledged. Idempotent.
+func (s *Server) Stop() { s.shutdown(false) }
+
+// GracefulStop stops accepting calls, commits and acknowledges what live
+// calls have received, ends them with UNAVAILABLE "server shutting down"
+// and then stops as Stop does. Calls that do not end within
+// Options.StopGrace are cut.
+func (s *Server) GracefulStop() { s.shutdown(true) }
+
+func (s *Server) shutdown(graceful bool) {
+	s.stopped.Store(true)
+	s.drainOnce.Do(func() { close(s.draining) })
+	if graceful {
+		done := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(done) }()
+		t := time.NewTimer(s.opts.StopGrace)
+		select {
+		case <-done:
+		case <-t.C:
+			s.grpc.Stop()
+			<-done
+		}
+		t.Stop()
+	}
+	s.grpc.Stop()
+	s.stopOnce.Do(func() {
+		s.wg.Wait()
+		if s.ownsStore {
+			s.store.Close()
+		}
+	})
+}
+
+// ListenAndServe listens on addr (TLS when opts.TLS is set) and serves
+// until ctx is done, then stops gracefully. It is the entry point for a
+// server process: a test can re-exec itself and call it.
+func ListenAndServe(ctx context.Context, addr string, opts Options) error {
+	s, err := New(opts)
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		s.Stop()
+		return err
+	}
+	s.log.Info("zbstream server listening", "addr", lis.Addr().String(), "tls", opts.TLS != nil, "auth", opts.Auth != nil)
+	if opts.OnListen != nil {
+		opts.OnListen(lis.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Serve(lis) }()
+	select {
+	case err = <-errc:
+		s.Stop()
+		return err
+	case <-ctx.Done():
+		s.GracefulStop()
+		return <-errc
+	}
+}
+
+// Inject programs a fault for the connections that m selects; see Fault
+// and FaultKind. Remove the returned handle to disarm it.
+func (s *Server) Inject(m Match, f Fault) *FaultHandle { return s.faults.add(m, f) }
+
+// Streams lists every stored stream (table, kind, watermark, record
+// count...), ordered by id.
+func (s *Server) Streams(ctx context.Context) ([]StreamMeta, error) { return s.store.Streams(ctx) }
+
+// Stream returns one stored stream's metadata.
+func (s *Server) Stream(ctx context.Context, id string) (StreamMeta, error) {
+	return s.store.Stream(ctx, id)
+}
+
+// Records returns the stored batches of a stream in offset order.
+func (s *Server) Records(ctx context.Context, id string) ([]Batch, error) {
+	return s.store.Records(ctx, id)
+}
+
+// Store returns the server's store.
+func (s *Server) Store() Store { return s.store }
+
+// newStreamID returns a random, unguessable stream id.
+func newStreamID(kind StreamKind) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	prefix := "es-"
+	if kind == KindPersistent {
+		prefix = "ps-"
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+// claim makes c (nil: nobody, for a retire) the only writer of stream id
+// and fences the previous writer with cause.
+func (s *Server) claim(id string, c *conn, cause error) *streamEntry {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	e := s.streams[id]
+	if e == nil {
+		e = &streamEntry{}
+		s.streams[id] = e
+	}
+	if old := e.owner.Load(); old != nil && old != c {
+		old.fence(cause) // before the swap: a fenced writer sees its cause
+	}
+	e.owner.Store(c)
+	return e
+}
+
+// release forgets c as the writer of its stream, if it still is.
+func (s *Server) release(id string, c *conn) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if e := s.streams[id]; e != nil && e.owner.Load() == c {
+		delete(s.streams, id)
+	}
+}

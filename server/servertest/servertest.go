@@ -1,0 +1,159 @@
+// Package servertest starts an in-process zbstream server for tests, in
+// the spirit of net/http/httptest:
+//
+//	ts := servertest.Start(t)
+//	conn := ts.Dial(t)
+//	client := ingestpb.NewZerobusClient(conn)
+//	stream, err := client.PersistentStream(ts.Context(ctx))
+//
+// The server listens on 127.0.0.1:0, stores into a MemoryStore (or a given
+// Store), accepts one bearer token (Token) that may write one table (Table,
+// DefaultTable unless changed), and stops when the test ends, leaving no
+// goroutine or connection behind.
+package servertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/server"
+)
+
+// DefaultTable is the table the default token may write.
+const DefaultTable = "main.default.events"
+
+// Server is a running test server. The embedded *server.Server gives
+// access to fault injection (Inject) and read-back (Streams, Records).
+type Server struct {
+	*server.Server
+	// Addr is host:port of the listener.
+	Addr string
+	// Token is a bearer token that may write Table (ignored in open mode).
+	Token string
+	// Table is the default table.
+	Table string
+}
+
+type config struct {
+	store      server.Store
+	open       bool
+	table      string
+	token      string
+	principals map[string]server.Principal
+	tweaks     []func(*server.Options)
+}
+
+// Option configures Start.
+type Option func(*config)
+
+// WithStore stores into st instead of a fresh MemoryStore. The caller
+// keeps ownership of st (the server does not close it).
+func WithStore(st server.Store) Option { return func(c *config) { c.store = st } }
+
+// WithTable changes the table the default token may write.
+func WithTable(table string) Option { return func(c *config) { c.table = table } }
+
+// WithToken sets the default token instead of a random one.
+func WithToken(token string) Option { return func(c *config) { c.token = token } }
+
+// WithPrincipal accepts one more token.
+func WithPrincipal(token string, p server.Principal) Option {
+	return func(c *config) { c.principals[token] = p }
+}
+
+// Open starts the server without authentication.
+func Open() Option { return func(c *config) { c.open = true } }
+
+// WithOptions adjusts the server options (session rotation, message
+// limit, logger, TLS...) after the other options were applied.
+func WithOptions(f func(*server.Options)) Option {
+	return func(c *config) { c.tweaks = append(c.tweaks, f) }
+}
+
+// Start starts a server for the duration of t.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatalf("servertest: token: %v", err)
+	}
+	cfg := config{table: DefaultTable, token: "servertest-" + hex.EncodeToString(b[:]), principals: map[string]server.Principal{}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	so := server.Options{Store: cfg.store}
+	if !cfg.open {
+		tokens := map[string]server.Principal{cfg.token: {Name: "servertest", Tables: []string{cfg.table}}}
+		for tok, p := range cfg.principals {
+			tokens[tok] = p
+		}
+		so.Auth = server.NewAuth(tokens)
+	}
+	for _, f := range cfg.tweaks {
+		f(&so)
+	}
+	srv, err := server.New(so)
+	if err != nil {
+		t.Fatalf("servertest: %v", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Stop()
+		t.Fatalf("servertest: listen: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		if err := <-done; err != nil {
+			t.Errorf("servertest: serve: %v", err)
+		}
+	})
+	return &Server{Server: srv, Addr: lis.Addr().String(), Token: cfg.token, Table: cfg.table}
+}
+
+// Dial returns a client connection to the server (plaintext unless opts
+// say otherwise), closed when the test ends.
+func (s *Server) Dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	cc, err := grpc.NewClient(s.Addr, opts...)
+	if err != nil {
+		t.Fatalf("servertest: dial: %v", err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// Client returns a Zerobus client on a new connection (see Dial).
+func (s *Server) Client(t testing.TB, opts ...grpc.DialOption) ingestpb.ZerobusClient {
+	t.Helper()
+	return ingestpb.NewZerobusClient(s.Dial(t, opts...))
+}
+
+// Context returns ctx carrying the default token and table as call
+// metadata.
+func (s *Server) Context(ctx context.Context) context.Context {
+	return OutgoingContext(ctx, s.Token, s.Table)
+}
+
+// OutgoingContext returns ctx carrying "authorization: Bearer <token>" and
+// the table header (each omitted when empty).
+func OutgoingContext(ctx context.Context, token, table string) context.Context {
+	var kv []string
+	if token != "" {
+		kv = append(kv, server.HeaderAuthorization, "Bearer "+token)
+	}
+	if table != "" {
+		kv = append(kv, server.HeaderTable, table)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
+}

@@ -1,0 +1,205 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+)
+
+// validTableName reports whether name has exactly three non-empty
+// dot-separated parts.
+func validTableName(name string) bool {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || strings.TrimSpace(p) != p {
+			return false
+		}
+	}
+	return true
+}
+
+// recordSchema validates the records of one stream.
+type recordSchema struct {
+	typ ingestpb.RecordType
+	msg protoreflect.MessageDescriptor // PROTO only
+}
+
+// newRecordSchema checks a stream's record type and descriptor. For PROTO
+// the descriptor (a serialized google.protobuf.DescriptorProto) is
+// required and must describe a valid message; for JSON it is ignored.
+func newRecordSchema(typ ingestpb.RecordType, descriptor []byte) (*recordSchema, error) {
+	switch typ {
+	case ingestpb.RecordType_JSON:
+		return &recordSchema{typ: typ}, nil
+	case ingestpb.RecordType_PROTO:
+		if len(descriptor) == 0 {
+			return nil, fmt.Errorf("record_type PROTO requires descriptor_proto")
+		}
+		md, err := messageDescriptor(descriptor)
+		if err != nil {
+			return nil, fmt.Errorf("invalid descriptor_proto: %w", err)
+		}
+		return &recordSchema{typ: typ, msg: md}, nil
+	case ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED:
+		return nil, fmt.Errorf("record_type is missing or RECORD_TYPE_UNSPECIFIED")
+	default:
+		return nil, fmt.Errorf("unknown record_type %d", int32(typ))
+	}
+}
+
+// messageDescriptor builds a MessageDescriptor from a serialized
+// DescriptorProto by wrapping it in a synthetic file. The file's package is
+// inferred from fully qualified references to the message's own nested
+// types; references to well-known types (google.protobuf.*) are resolved
+// against the linked-in registry.
+func messageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
+	dp := &descriptorpb.DescriptorProto{}
+	if err := proto.Unmarshal(raw, dp); err != nil {
+		return nil, err
+	}
+	if dp.GetName() == "" {
+		return nil, fmt.Errorf("message has no name")
+	}
+	pkg := ""
+	deps := map[string]bool{}
+	walkTypeNames(dp, func(tn string) {
+		if strings.HasPrefix(tn, ".google.protobuf.") {
+			if d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(tn[1:])); err == nil {
+				deps[d.ParentFile().Path()] = true
+			}
+		}
+		if pkg == "" {
+			if i := strings.Index(tn, "."+dp.GetName()+"."); i > 0 {
+				pkg = tn[1:i]
+			}
+		}
+	})
+	var lastErr error
+	for _, syntax := range []string{"proto2", "proto3"} {
+		fdp := &descriptorpb.FileDescriptorProto{
+			Name:        proto.String("zbstream/record/" + dp.GetName() + ".proto"),
+			Syntax:      proto.String(syntax),
+			MessageType: []*descriptorpb.DescriptorProto{dp},
+		}
+		if pkg != "" {
+			fdp.Package = proto.String(pkg)
+		}
+		for d := range deps {
+			fdp.Dependency = append(fdp.Dependency, d)
+		}
+		fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return fd.Messages().Get(0), nil
+	}
+	return nil, lastErr
+}
+
+func walkTypeNames(dp *descriptorpb.DescriptorProto, f func(string)) {
+	for _, fd := range dp.GetField() {
+		if tn := fd.GetTypeName(); tn != "" {
+			f(tn)
+		}
+	}
+	for _, n := range dp.GetNestedType() {
+		walkTypeNames(n, f)
+	}
+}
+
+// sameDescriptor reports whether two serialized descriptors describe the
+// same message: equal bytes, or equal after decoding (serialization is not
+// canonical).
+func sameDescriptor(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	da, db := &descriptorpb.DescriptorProto{}, &descriptorpb.DescriptorProto{}
+	if proto.Unmarshal(a, da) != nil || proto.Unmarshal(b, db) != nil {
+		return false
+	}
+	return proto.Equal(da, db)
+}
+
+// checkJSON accepts exactly one JSON object.
+func checkJSON(rec []byte) error {
+	t := bytes.TrimLeft(rec, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	if !json.Valid(rec) {
+		return fmt.Errorf("invalid JSON")
+	}
+	return nil
+}
+
+// checkProto accepts a record that decodes with the stream's message
+// descriptor: required fields present and no field unknown to the
+// descriptor.
+func (s *recordSchema) checkProto(rec []byte) error {
+	m := dynamicpb.NewMessage(s.msg)
+	if err := proto.Unmarshal(rec, m); err != nil {
+		return err
+	}
+	return noUnknown(m)
+}
+
+func noUnknown(m protoreflect.Message) error {
+	if len(m.GetUnknown()) > 0 {
+		return fmt.Errorf("fields unknown to the descriptor in %s", m.Descriptor().FullName())
+	}
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = noUnknown(l.Get(i).Message())
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				err = noUnknown(mv.Message())
+				return err == nil
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			err = noUnknown(v.Message())
+		}
+		return err == nil
+	})
+	return err
+}
+
+// records extracts and validates the records of one ingest request. It
+// returns the stream-type mismatch or validation failure as an error
+// message meant for an INVALID_ARGUMENT status.
+func (s *recordSchema) check(recs [][]byte) error {
+	for i, r := range recs {
+		var err error
+		if s.typ == ingestpb.RecordType_JSON {
+			err = checkJSON(r)
+		} else {
+			err = s.checkProto(r)
+		}
+		if err != nil {
+			if len(recs) == 1 {
+				return fmt.Errorf("invalid %s record: %v", s.typ, err)
+			}
+			return fmt.Errorf("invalid %s record %d of the batch: %v", s.typ, i, err)
+		}
+	}
+	return nil
+}
