@@ -285,6 +285,20 @@ func decodeBoltState(b []byte) (boltState, error) {
 	}, nil
 }
 
+// loadState reads stream id's watermark, record count and retired flag from
+// the state bucket, or ErrStreamNotFound.
+func loadState(states *bolt.Bucket, id string) (boltState, error) {
+	raw := states.Get([]byte(id))
+	if raw == nil {
+		return boltState{}, fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+	}
+	st, err := decodeBoltState(raw)
+	if err != nil {
+		return boltState{}, fmt.Errorf("stream %q: %w", id, err)
+	}
+	return st, nil
+}
+
 // loadMeta reads stream id's metadata in tx, or ErrStreamNotFound.
 func loadMeta(tx *bolt.Tx, id string) (StreamMeta, error) {
 	raw := tx.Bucket(boltBucketMeta).Get([]byte(id))
@@ -295,9 +309,9 @@ func loadMeta(tx *bolt.Tx, id string) (StreamMeta, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return StreamMeta{}, fmt.Errorf("server: bolt store: stream %q metadata: %w", id, err)
 	}
-	st, err := decodeBoltState(tx.Bucket(boltBucketState).Get([]byte(id)))
+	st, err := loadState(tx.Bucket(boltBucketState), id)
 	if err != nil {
-		return StreamMeta{}, fmt.Errorf("stream %q: %w", id, err)
+		return StreamMeta{}, err
 	}
 	m.Watermark, m.Records, m.Retired = st.watermark, st.records, st.retired
 	return m, nil
@@ -397,13 +411,9 @@ func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) erro
 	return s.write(ctx, size, func(tx *bolt.Tx) error {
 		key := []byte(id)
 		states := tx.Bucket(boltBucketState)
-		raw := states.Get(key)
-		if raw == nil {
-			return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
-		}
-		st, err := decodeBoltState(raw)
+		st, err := loadState(states, id)
 		if err != nil {
-			return fmt.Errorf("stream %q: %w", id, err)
+			return err
 		}
 		if err := checkAppend(StreamMeta{ID: id, Watermark: st.watermark, Retired: st.retired}, batches); err != nil {
 			return err
@@ -432,13 +442,9 @@ func (s *BoltStore) Retire(ctx context.Context, id string) (int64, error) {
 	err := s.write(ctx, 0, func(tx *bolt.Tx) error {
 		key := []byte(id)
 		states := tx.Bucket(boltBucketState)
-		raw := states.Get(key)
-		if raw == nil {
-			return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
-		}
-		st, err := decodeBoltState(raw)
+		st, err := loadState(states, id)
 		if err != nil {
-			return fmt.Errorf("stream %q: %w", id, err)
+			return err
 		}
 		wm = st.watermark
 		if st.retired {
