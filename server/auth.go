@@ -99,10 +99,12 @@ func tableHeader(ctx context.Context) (string, error) {
 // header names it. With requireHeader (stream opens in authenticated mode)
 // the header must be present; otherwise it is checked only when present.
 // Permission is checked first, so a caller that guessed another
-// principal's stream id learns nothing from a header mismatch.
+// principal's stream id learns nothing from a header mismatch, and the
+// PERMISSION_DENIED message never names the table (on a resume or retire
+// it is the stream's, possibly another principal's).
 func (a *Auth) authorizeTable(ctx context.Context, p Principal, table string, requireHeader bool) error {
 	if !p.CanWrite(table) {
-		return status.Errorf(codes.PermissionDenied, "principal %q may not write table %q", p.Name, table)
+		return status.Errorf(codes.PermissionDenied, "principal %q may not write this stream's table", p.Name)
 	}
 	h, err := tableHeader(ctx)
 	if err != nil {

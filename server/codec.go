@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+
 	"google.golang.org/grpc/encoding"
 	_ "google.golang.org/grpc/encoding/proto" // registers the "proto" codec
 	"google.golang.org/grpc/mem"
@@ -9,19 +11,33 @@ import (
 )
 
 // malformedField is the unknown field by which serverCodec marks a request
-// that did not decode. gRPC ends a call whose message fails to decode with
-// INTERNAL, which clients retry; the server wants INVALID_ARGUMENT (a
-// client bug), so the codec hands the handler an empty message carrying
-// the decode error instead.
+// that did not decode or is over the size limit. gRPC ends a call whose
+// message fails to decode with INTERNAL and one over its own size limit
+// with RESOURCE_EXHAUSTED, both of which clients retry; the server wants
+// INVALID_ARGUMENT (a client bug, resending cannot help), so the codec
+// hands the handler an empty message carrying the reason instead.
 const malformedField protowire.Number = protowire.MaxValidNumber
 
-type serverCodec struct{ base encoding.CodecV2 }
+type serverCodec struct {
+	base     encoding.CodecV2
+	maxBytes int // larger messages are refused without decoding
+}
 
-func newServerCodec() serverCodec { return serverCodec{base: encoding.GetCodecV2("proto")} }
+func newServerCodec(maxBytes int) serverCodec {
+	return serverCodec{base: encoding.GetCodecV2("proto"), maxBytes: maxBytes}
+}
 
 func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
 
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if n := data.Len(); n > c.maxBytes {
+		m, ok := v.(proto.Message)
+		if !ok {
+			return fmt.Errorf("message of %d bytes exceeds the %d-byte limit", n, c.maxBytes)
+		}
+		markMalformed(m, fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", n, c.maxBytes))
+		return nil
+	}
 	err := c.base.Unmarshal(data, v)
 	if err == nil {
 		return nil
@@ -30,16 +46,22 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return err
 	}
-	proto.Reset(m)
-	b := protowire.AppendTag(nil, malformedField, protowire.BytesType)
-	b = protowire.AppendString(b, err.Error())
-	m.ProtoReflect().SetUnknown(b)
+	markMalformed(m, "malformed message: "+err.Error())
 	return nil
 }
 
 func (serverCodec) Name() string { return "proto" }
 
-// decodeError returns the decode error serverCodec recorded in m, if any.
+// markMalformed resets m to an empty message carrying why.
+func markMalformed(m proto.Message, why string) {
+	proto.Reset(m)
+	b := protowire.AppendTag(nil, malformedField, protowire.BytesType)
+	b = protowire.AppendString(b, why)
+	m.ProtoReflect().SetUnknown(b)
+}
+
+// decodeError returns the reason serverCodec recorded in m, if any: the
+// message of the INVALID_ARGUMENT status that ends the call.
 func decodeError(m proto.Message) (string, bool) {
 	b := m.ProtoReflect().GetUnknown()
 	num, typ, n := protowire.ConsumeTag(b)

@@ -22,6 +22,10 @@ import (
 // create) of its stream.
 var errSuperseded = status.Error(codes.Aborted, "superseded by a newer connection to the stream")
 
+// errRetiring fences the live writer of a stream that RetireStream is
+// retiring.
+var errRetiring = status.Error(codes.Aborted, "stream is being retired")
+
 func errRetired(id string) error {
 	return status.Errorf(codes.NotFound, "stream %q is retired", id)
 }
@@ -54,8 +58,9 @@ func storeStatus(err error) error {
 }
 
 // recvStatus maps an error of Recv to the status that ends the call; a
-// clean end of the client's side maps to nil. (For a message over the size
-// limit gRPC itself has already answered RESOURCE_EXHAUSTED.)
+// clean end of the client's side maps to nil. (A message over
+// Options.MaxMessageBytes arrives as malformed, see serverCodec; only one
+// over gRPC's own limit, 4x that, ends in RESOURCE_EXHAUSTED from gRPC.)
 func (s *Server) recvStatus(err error) error {
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -114,7 +119,14 @@ type conn struct {
 	entry  *streamEntry // set once the connection owns its stream
 
 	q       queue
-	maxRecv atomic.Int64 // highest offset received
+	maxRecv atomic.Int64 // highest offset received, at least told
+
+	// told is the watermark the client was told at open: -1 for a create
+	// (also a repeated one) or an ephemeral stream, W for a resume. Acks
+	// are capped at max(told, highest offset received): a client that
+	// starts again at 0 after a repeated create on a stream that already
+	// has data must not be acknowledged offsets it has not sent (yet).
+	told int64
 
 	// committer state
 	watermark int64 // committed
@@ -167,7 +179,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 	}
 	switch {
 	case first.kind == msgMalformed:
-		err = invalid("malformed message: %s", first.malformed)
+		err = invalid("%s", first.malformed)
 	case first.kind == msgCreate:
 		err = c.openCreate(first)
 	case first.kind == msgResume && kind == KindPersistent:
@@ -234,7 +246,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 		}
 	}
 	c.id = stored.ID
-	if err := c.attach(); err != nil {
+	if err := c.attach(false); err != nil {
 		return err
 	}
 	kinds := []FaultKind{FaultLoseOpenResponse, FaultWrongOpenResponse, FaultCreateWithoutID}
@@ -299,7 +311,7 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 		return status.Errorf(codes.Internal, "stored descriptor of stream %q: %v", id, err)
 	}
 	c.id, c.schema = id, schema
-	if err := c.attach(); err != nil {
+	if err := c.attach(true); err != nil {
 		return err
 	}
 	kinds := []FaultKind{FaultLoseOpenResponse, FaultWrongOpenResponse, FaultResumeWatermark, FaultResumeNoWatermark}
@@ -320,8 +332,9 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 
 // attach makes c the only writer of its stream (fencing any older
 // connection), waits for an Append of the older one in progress, and then
-// reads the watermark the connection continues from.
-func (c *conn) attach() error {
+// reads the watermark the connection continues from. resume says whether
+// the client will be told that watermark (resume) or not (create).
+func (c *conn) attach(resume bool) error {
 	c.entry = c.s.claim(c.id, c, errSuperseded)
 	c.entry.appendMu.Lock()
 	defer c.entry.appendMu.Unlock()
@@ -335,8 +348,12 @@ func (c *conn) attach() error {
 	if meta.Retired {
 		return errRetired(c.id)
 	}
-	c.watermark, c.lastAck = meta.Watermark, meta.Watermark
-	c.maxRecv.Store(meta.Watermark)
+	c.watermark, c.told = meta.Watermark, -1
+	if resume {
+		c.told = meta.Watermark
+	}
+	c.lastAck = c.told
+	c.maxRecv.Store(c.told)
 	return nil
 }
 
@@ -345,7 +362,7 @@ type item struct {
 	seq   int
 	batch Batch
 	dup   bool // offset at or below what was already accepted: ack, never write
-	size  int
+	size  int  // bytes counted toward maxQueuedBytes
 	end   bool
 	err   error // with end: the status ending the call (nil: clean end)
 }
@@ -353,6 +370,11 @@ type item struct {
 const (
 	maxQueuedItems = 4096
 	maxQueuedBytes = 64 << 20
+	// recordOverhead is counted per record on top of its payload toward
+	// maxQueuedBytes: the slice header that holds it (24 bytes on 64-bit)
+	// and some more, so that a batch of millions of empty records cannot
+	// hide from the bound.
+	recordOverhead = 32
 )
 
 // queue passes items from the receiver to the committer; it is bounded so
@@ -412,7 +434,7 @@ func (c *conn) receive(last int64) {
 			return
 		}
 		if m.kind == msgMalformed {
-			c.q.push(c.ctx, item{end: true, err: invalid("malformed message: %s", m.malformed)})
+			c.q.push(c.ctx, item{end: true, err: invalid("%s", m.malformed)})
 			return
 		}
 		if m.kind != msgIngest {
@@ -467,7 +489,7 @@ func (c *conn) check(m *clientMsg, last *int64) (item, error) {
 	*last = off
 	size := 0
 	for _, r := range m.records {
-		size += len(r)
+		size += len(r) + recordOverhead
 	}
 	return item{batch: Batch{Offset: off, Records: m.records}, size: size}, nil
 }
@@ -630,13 +652,14 @@ func (c *conn) commit(batches []Batch) error {
 	return nil
 }
 
-// ack sends the cumulative ack of the committed watermark, through the ack
-// faults.
+// ack sends the cumulative ack of the committed watermark, capped at what
+// the client sent on this connection or was told at open (see told),
+// through the ack faults.
 func (c *conn) ack() error {
 	if c.ctx.Err() != nil {
 		return c.fencedErr() // a fenced connection sends nothing more
 	}
-	v := c.watermark
+	v := min(c.watermark, max(c.told, c.maxRecv.Load()))
 	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
@@ -682,7 +705,7 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 		return nil, err
 	}
 	if why, ok := decodeError(req); ok {
-		return nil, invalid("malformed message: %s", why)
+		return nil, invalid("%s", why)
 	}
 	id := req.GetStreamId()
 	if id == "" {
@@ -700,7 +723,10 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 	if err := s.opts.Auth.authorizeTable(ctx, p, meta.Table, false); err != nil {
 		return nil, err
 	}
-	e := s.claim(id, nil, errRetired(id))
+	// The live writer is fenced before the retire is durable (it may still
+	// fail), so it is told ABORTED, not NOT_FOUND: its resume then learns
+	// the outcome (NOT_FOUND once retired).
+	e := s.claim(id, nil, errRetiring)
 	e.appendMu.Lock()
 	w, err := s.store.Retire(ctx, id)
 	e.appendMu.Unlock()

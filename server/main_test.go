@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -26,6 +27,49 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Helpers shared by conformance_test.go and badinput_test.go.
+
+// storeEnv selects the store under the conformance tests (conformance_test.go,
+// badinput_test.go): unset or "memory", a MemoryStore; "bolt", a BoltStore
+// in t.TempDir():
+//
+//	ZBSTREAM_SERVER_STORE=bolt go test -race ./server/...
+const storeEnv = "ZBSTREAM_SERVER_STORE"
+
+// newTestStore returns a store of the kind storeEnv selects, closed when
+// the test ends (after the server using it has stopped, if that server was
+// started later).
+func newTestStore(t *testing.T) server.Store {
+	t.Helper()
+	var st server.Store
+	switch v := os.Getenv(storeEnv); v {
+	case "", "memory":
+		st = server.NewMemoryStore()
+	case "bolt":
+		b, err := server.OpenBoltStore(t.TempDir())
+		if err != nil {
+			t.Fatalf("bolt store: %v", err)
+		}
+		st = b
+	default:
+		t.Fatalf("%s=%q: want memory or bolt", storeEnv, v)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return st
+}
+
+// startServer is servertest.Start on the store storeEnv selects (an
+// explicit servertest.WithStore among opts wins).
+func startServer(t *testing.T, opts ...servertest.Option) *servertest.Server {
+	t.Helper()
+	if os.Getenv(storeEnv) == "" {
+		return servertest.Start(t, opts...)
+	}
+	return servertest.Start(t, append([]servertest.Option{servertest.WithStore(newTestStore(t))}, opts...)...)
+}
 
 type pstream = ingestpb.Zerobus_PersistentStreamClient
 type estream = ingestpb.Zerobus_EphemeralStreamClient

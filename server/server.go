@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,9 @@ type Options struct {
 	CloseGrace time.Duration
 	// MaxMessageBytes is the largest request message accepted (default
 	// DefaultMaxMessageBytes); a larger one ends the call with
-	// RESOURCE_EXHAUSTED.
+	// INVALID_ARGUMENT "message of N bytes exceeds the M-byte limit", which
+	// clients do not retry. To bound memory, gRPC itself refuses a message
+	// over 4 * MaxMessageBytes before reading it, with RESOURCE_EXHAUSTED.
 	MaxMessageBytes int
 	// Logger receives connection events. Nil: discard. Tokens are never
 	// logged.
@@ -106,9 +109,9 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	gopts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.MaxRecvMsgSize(grpcRecvLimit(opts.MaxMessageBytes)),
 		grpc.WaitForHandlers(true),
-		grpc.ForceServerCodecV2(newServerCodec()),
+		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes)),
 	}
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
@@ -116,6 +119,16 @@ func New(opts Options) (*Server, error) {
 	s.grpc = grpc.NewServer(gopts...)
 	ingestpb.RegisterZerobusServer(s.grpc, &service{s: s})
 	return s, nil
+}
+
+// grpcRecvLimit is gRPC's own receive limit: 4 * maxMessageBytes, so that
+// a message somewhat over the limit reaches serverCodec, which refuses it
+// with INVALID_ARGUMENT (not retryable), while memory stays bounded.
+func grpcRecvLimit(maxMessageBytes int) int {
+	if maxMessageBytes > math.MaxInt/4 {
+		return math.MaxInt
+	}
+	return 4 * maxMessageBytes
 }
 
 // LoadTLS returns a server TLS configuration from PEM certificate and key

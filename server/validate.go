@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -62,9 +63,13 @@ func newRecordSchema(typ ingestpb.RecordType, descriptor []byte) (*recordSchema,
 
 // messageDescriptor builds a MessageDescriptor from a serialized
 // DescriptorProto by wrapping it in a synthetic file. The file's package is
-// inferred from fully qualified references to the message's own nested
-// types; references to well-known types (google.protobuf.*) are resolved
-// against the linked-in registry.
+// not part of a DescriptorProto, so it is inferred from the fully qualified
+// references to the message itself (".<pkg>.<Name>", a recursive message)
+// or to its nested types (".<pkg>.<Name>.<Nested>"): every package such a
+// reference allows is tried, then the empty package, and the first with
+// which the file builds wins (a wrong package leaves a reference
+// unresolved). References to well-known types (google.protobuf.*) are
+// resolved against the linked-in registry.
 func messageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
 	dp := &descriptorpb.DescriptorProto{}
 	if err := proto.Unmarshal(raw, dp); err != nil {
@@ -73,7 +78,15 @@ func messageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
 	if dp.GetName() == "" {
 		return nil, fmt.Errorf("message has no name")
 	}
-	pkg := ""
+	var pkgs []string
+	seen := map[string]bool{}
+	addPkg := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			pkgs = append(pkgs, p)
+		}
+	}
+	self := "." + dp.GetName()
 	deps := map[string]bool{}
 	walkTypeNames(dp, func(tn string) {
 		if strings.HasPrefix(tn, ".google.protobuf.") {
@@ -81,33 +94,52 @@ func messageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
 				deps[d.ParentFile().Path()] = true
 			}
 		}
-		if pkg == "" {
-			if i := strings.Index(tn, "."+dp.GetName()+"."); i > 0 {
-				pkg = tn[1:i]
+		if !strings.HasPrefix(tn, ".") {
+			return
+		}
+		// ".<pkg>.<Name>": the message itself.
+		if rest := tn[1:]; strings.HasSuffix(rest, self) {
+			addPkg(rest[:len(rest)-len(self)])
+		}
+		// ".<pkg>.<Name>.<Nested>...": the name may occur several times
+		// (also inside the package); each occurrence is a candidate.
+		for off := 0; ; {
+			j := strings.Index(tn[off:], self+".")
+			if j < 0 {
+				break
 			}
+			if i := off + j; i > 0 {
+				addPkg(tn[1:i])
+			}
+			off += j + 1
 		}
 	})
-	var lastErr error
-	for _, syntax := range []string{"proto2", "proto3"} {
-		fdp := &descriptorpb.FileDescriptorProto{
-			Name:        proto.String("zbstream/record/" + dp.GetName() + ".proto"),
-			Syntax:      proto.String(syntax),
-			MessageType: []*descriptorpb.DescriptorProto{dp},
+	addPkg("")
+	var firstErr error
+	for _, pkg := range pkgs {
+		for _, syntax := range []string{"proto2", "proto3"} {
+			fdp := &descriptorpb.FileDescriptorProto{
+				Name:        proto.String("zbstream/record/" + dp.GetName() + ".proto"),
+				Syntax:      proto.String(syntax),
+				MessageType: []*descriptorpb.DescriptorProto{dp},
+			}
+			if pkg != "" {
+				fdp.Package = proto.String(pkg)
+			}
+			for d := range deps {
+				fdp.Dependency = append(fdp.Dependency, d)
+			}
+			fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			return fd.Messages().Get(0), nil
 		}
-		if pkg != "" {
-			fdp.Package = proto.String(pkg)
-		}
-		for d := range deps {
-			fdp.Dependency = append(fdp.Dependency, d)
-		}
-		fd, err := protodesc.NewFile(fdp, protoregistry.GlobalFiles)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		return fd.Messages().Get(0), nil
 	}
-	return nil, lastErr
+	return nil, firstErr
 }
 
 func walkTypeNames(dp *descriptorpb.DescriptorProto, f func(string)) {
@@ -135,11 +167,15 @@ func sameDescriptor(a, b []byte) bool {
 	return proto.Equal(da, db)
 }
 
-// checkJSON accepts exactly one JSON object.
+// checkJSON accepts exactly one JSON object, in valid UTF-8 (json.Valid
+// alone lets invalid UTF-8 through inside strings).
 func checkJSON(rec []byte) error {
 	t := bytes.TrimLeft(rec, " \t\r\n")
 	if len(t) == 0 || t[0] != '{' {
 		return fmt.Errorf("not a JSON object")
+	}
+	if !utf8.Valid(rec) {
+		return fmt.Errorf("invalid UTF-8")
 	}
 	if !json.Valid(rec) {
 		return fmt.Errorf("invalid JSON")

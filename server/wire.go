@@ -18,7 +18,7 @@ const (
 	msgCreate
 	msgResume
 	msgIngest
-	msgMalformed // did not decode; clientMsg.malformed says why
+	msgMalformed // did not decode or too large; clientMsg.malformed says why
 )
 
 func (k msgKind) String() string {
