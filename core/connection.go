@@ -126,7 +126,7 @@ func (m *Machine) onOpenResponse(r Response) {
 		m.base = m.win.head
 	}
 	m.openBy.disarm()
-	m.opened, m.history = true, true
+	m.opened = true
 	m.sendNext, m.maxSent = m.win.head, m.win.floor()
 	if m.win.len() == 0 {
 		// Nothing is at stake, so nothing is left to make progress on.
@@ -140,7 +140,7 @@ func (m *Machine) onOpenResponse(r Response) {
 // or fails the stream without touching anything.
 func (m *Machine) applyResume(r Response) bool {
 	plan, err := reconcile(resumeBounds{
-		history:      m.history,
+		history:      m.history(),
 		floor:        m.win.floor(),
 		maxAttempted: m.maxAttempted,
 	}, r)
@@ -151,7 +151,7 @@ func (m *Machine) applyResume(r Response) bool {
 		m.fail(err)
 		return false
 	}
-	if !m.history {
+	if !m.history() {
 		m.win.rebase(plan.resendFrom)
 		m.maxAttempted = plan.watermark
 		return true

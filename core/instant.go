@@ -32,4 +32,3 @@ type deadline struct {
 func (d *deadline) arm(at Instant)           { *d = deadline{at: at, armed: true} }
 func (d *deadline) disarm()                  { *d = deadline{} }
 func (d deadline) due(now Instant) bool      { return d.armed && now >= d.at }
-func (d deadline) before(other Instant) bool { return d.armed && d.at < other }

@@ -25,10 +25,8 @@ type Machine struct {
 	requestID string
 
 	// opened: the first open succeeded, so offsets are known and ingest is
-	// allowed. history: the client knows bounds for a resume watermark (it
-	// created the stream, or already resumed it once in this process).
-	opened  bool
-	history bool
+	// allowed.
+	opened bool
 
 	// maxAttempted is the highest offset ever handed to any transport.
 	maxAttempted int64
@@ -73,7 +71,6 @@ func New(cfg Config) (*Machine, error) {
 		requestID:    cfg.ClientRequestID,
 		maxAttempted: NoOffset,
 		maxSent:      NoOffset,
-		history:      cfg.StreamID == "",
 	}
 	return m, nil
 }
@@ -124,6 +121,11 @@ func (m *Machine) Durable(o int64) bool { return o <= m.win.floor() }
 func (m *Machine) Failed(o int64) bool {
 	return m.err != nil && o > m.win.floor() && o < m.win.next
 }
+
+// history reports whether the client knows bounds for a resume watermark:
+// it created the stream, or already opened it once in this process. Only a
+// fresh process resuming a stream by id has none.
+func (m *Machine) history() bool { return m.opened || m.cfg.StreamID == "" }
 
 // Batch is one accepted, not yet durable ingest call: its offset and its
 // records as they were ingested.

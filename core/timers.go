@@ -12,7 +12,7 @@ func (m *Machine) NextDeadline() (Instant, bool) {
 	next := Instant(math.MaxInt64)
 	armed := false
 	for _, d := range [...]deadline{m.openBy, m.ackBy, m.graceBy, m.backoffBy, m.closeBy} {
-		if d.before(next) || (d.armed && !armed) {
+		if d.armed && (!armed || d.at < next) {
 			next, armed = d.at, true
 		}
 	}
