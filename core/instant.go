@@ -29,6 +29,6 @@ type deadline struct {
 	armed bool
 }
 
-func (d *deadline) arm(at Instant)           { *d = deadline{at: at, armed: true} }
-func (d *deadline) disarm()                  { *d = deadline{} }
-func (d deadline) due(now Instant) bool      { return d.armed && now >= d.at }
+func (d *deadline) arm(at Instant)      { *d = deadline{at: at, armed: true} }
+func (d *deadline) disarm()             { *d = deadline{} }
+func (d deadline) due(now Instant) bool { return d.armed && now >= d.at }
