@@ -1,0 +1,84 @@
+package io
+
+import (
+	"context"
+
+	"github.com/zbstream/zbstream/core"
+)
+
+// Transport opens connections to a Zerobus-compatible server for a Stream.
+// The same driver runs over gRPC (package grpcio), over the in-memory
+// transport (package memtransport) and over anything else that keeps this
+// contract.
+//
+// A Stream calls Open from a goroutine of its own for every connection
+// attempt (the first open and each reconnect), so Open may block, but it
+// must return promptly once ctx is done. InvalidateCredentials may be called
+// concurrently with Open and must not block.
+type Transport interface {
+	// Open starts one connection and sends its first message: a create, or
+	// for a persistent stream whose id is known, a resume (see OpenRequest).
+	// Credentials and call headers are produced afresh for every call, so a
+	// reconnect always carries a fresh token. Open returns once the first
+	// message is written; it does not wait for the server's answer, which
+	// arrives through Conn.Recv. ctx governs the whole connection: when it
+	// is done, Open returns and any Conn it returned ends as if aborted.
+	//
+	// An error ends the attempt; it should be a *core.ConnectionError
+	// whose Code classifies it (see ConnectionError for plain errors).
+	Open(ctx context.Context, req OpenRequest) (Conn, error)
+
+	// InvalidateCredentials drops any cached credentials: the server
+	// rejected them (core.ActInvalidateCredentials), so the next Open must
+	// mint new ones.
+	InvalidateCredentials()
+}
+
+// OpenRequest is what one connection attempt must send first. Table name,
+// descriptor and credentials are the transport's own configuration.
+type OpenRequest struct {
+	// Kind is the stream kind: the RPC to call.
+	Kind core.Kind
+	// RecordType is the stream's record type, sent in create and resume.
+	RecordType core.RecordType
+	// Resume: send a resume of StreamID (persistent only); otherwise a
+	// create, carrying RequestID when it is a persistent create.
+	Resume    bool
+	StreamID  string
+	RequestID string
+}
+
+// Call is one ingest call to send: exactly one of Record (a single record,
+// sent as an IngestRecordRequest) and Records (a batch of one or more,
+// sent as an IngestRecordBatchRequest when it holds two or more and as an
+// IngestRecordRequest when it holds one) is set. Wire is the offset_id to
+// put on the wire. The payload slices belong to the application: a
+// transport must not modify or retain them after Send returns.
+type Call struct {
+	Wire    int64
+	Record  []byte
+	Records [][]byte
+}
+
+// Conn is one open connection. Its methods may be called by at most one
+// sender goroutine (Send, then CloseSend) and one receiver goroutine (Recv)
+// at the same time, as gRPC allows, plus Abort from any goroutine at any
+// time.
+type Conn interface {
+	// Send writes one ingest call. It may block on flow control; it
+	// returns an error once the connection has ended.
+	Send(c Call) error
+	// Recv blocks for the next server message, decoded. The connection's
+	// end is an error: io.EOF (or a *core.ConnectionError with CodeOK) for
+	// a clean end of stream, else a *core.ConnectionError with the status.
+	// A message that cannot be decoded is an error as well, with
+	// CodeInternal or another code the transport chooses.
+	Recv() (core.Response, error)
+	// CloseSend half-closes the sending side: no more Sends follow. The
+	// server's end of the call still arrives through Recv.
+	CloseSend() error
+	// Abort tears the connection down and releases everything it holds:
+	// a blocked Send or Recv returns at once with an error. It is
+	// idempotent and must not block.
+	Abort()
+}
