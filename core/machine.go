@@ -85,6 +85,10 @@ func (m *Machine) Kind() Kind { return m.cfg.Kind }
 // response). An ephemeral stream gets a new id on every connection.
 func (m *Machine) StreamID() string { return m.streamID }
 
+// Opened reports whether the first open succeeded: the stream's offsets are
+// known and it accepts records. It stays true after a close or failure.
+func (m *Machine) Opened() bool { return m.opened }
+
 // ClientRequestID returns the idempotency key of persistent creates.
 func (m *Machine) ClientRequestID() string { return m.requestID }
 

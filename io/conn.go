@@ -1,0 +1,255 @@
+package io
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/zbstream/zbstream/core"
+)
+
+// conn is the driver's side of one connection. Fields are guarded by the
+// stream's mutex except where noted.
+//
+// Sends are reported to the machine in order, and an ack may only cover
+// offsets reported sent. But a server can acknowledge a call before the
+// Send that wrote it has returned on this side, so an ack above what has
+// been reported, yet within what was handed to the sender, is held back
+// (deferred) until the sender reports that far; later messages wait behind
+// it to keep their order. An ack above anything handed over goes straight
+// to the machine, which rejects it.
+type conn struct {
+	id     core.ConnID
+	req    OpenRequest
+	ctx    context.Context // governs the transport's connection
+	cancel context.CancelFunc
+	h      Conn // set once Open returned
+	wake   chan struct{}
+
+	aborted   bool // the machine has left this connection
+	closeSend bool // the machine asked for a half-close
+	idle      bool // the sender waits for wake: only then is it woken
+
+	queue, spare []Call // calls handed over and not yet taken by the sender
+
+	started    bool
+	base       int64        // logical offset minus wire offset on this connection
+	dispatched int64        // highest wire offset handed to the sender
+	reported   int64        // highest wire offset reported with Sent
+	sent       atomic.Int64 // highest wire offset whose Send returned; written by the sender alone
+	deferred   []core.Response
+	held       atomic.Bool // deferred is not empty: the sender reports after every Send
+}
+
+// notify wakes the sender if it sleeps. The caller holds the stream's
+// mutex.
+func (c *conn) notify() {
+	if !c.idle {
+		return
+	}
+	c.idle = false
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands one send to the connection's sender.
+func (c *conn) dispatch(a *core.Action, s *Stream) {
+	if a.Offset <= s.handed {
+		s.stats.Resent++
+	} else {
+		s.handed = a.Offset
+	}
+	if !c.started {
+		c.started = true
+		c.reported = a.Wire - 1
+		c.sent.Store(a.Wire - 1)
+	}
+	c.base = a.Offset - a.Wire
+	c.dispatched = a.Wire
+	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records})
+	c.notify()
+}
+
+// abort tears the connection down: the machine has left it.
+func (c *conn) abort() {
+	c.aborted = true
+	c.cancel()
+	if c.h != nil {
+		c.h.Abort()
+	}
+	clear(c.queue)
+	c.queue = c.queue[:0]
+	c.deferred = nil
+	c.notify()
+}
+
+// holds reports whether r must wait for sends still being reported.
+func (c *conn) holds(r *core.Response) bool {
+	return r.Kind == core.RespAck && r.HasOffset && r.Offset > c.reported && r.Offset <= c.dispatched
+}
+
+// runConn opens one connection, starts its sender, and reads it until it
+// ends.
+func (s *Stream) runConn(c *conn) {
+	defer s.wg.Done()
+	h, err := s.t.Open(c.ctx, c.req)
+	s.lock()
+	switch {
+	case err != nil:
+		s.ended(c, err)
+		s.mu.Unlock()
+		return
+	case c.aborted:
+		s.mu.Unlock()
+		h.Abort()
+		return
+	}
+	c.h = h
+	s.opts.Observer.Connected(c.req.Resume)
+	s.wg.Add(1)
+	go s.sendLoop(c)
+	s.mu.Unlock()
+
+	for {
+		r, err := h.Recv()
+		s.lock()
+		if err != nil {
+			s.ended(c, err)
+			s.mu.Unlock()
+			return
+		}
+		if !c.aborted {
+			s.deliver(c, r)
+			s.process()
+		}
+		s.mu.Unlock()
+	}
+}
+
+// deliver feeds one server message to the machine, or holds it back behind
+// sends not yet reported. The caller holds s.mu and calls process.
+func (s *Stream) deliver(c *conn, r core.Response) {
+	s.reportSent(c)
+	if len(c.deferred) > 0 || c.holds(&r) {
+		c.deferred = append(c.deferred, r)
+		c.held.Store(true)
+		return
+	}
+	s.receive(c, r)
+}
+
+func (s *Stream) receive(c *conn, r core.Response) {
+	if err := s.m.Receive(s.at, c.id, r); err != nil {
+		s.broken(err)
+	}
+}
+
+// reportSent reports every send that returned since the last report, then
+// feeds the held messages those sends now cover. The caller holds s.mu.
+func (s *Stream) reportSent(c *conn) {
+	if c.aborted {
+		return
+	}
+	if sent := c.sent.Load(); sent > c.reported {
+		now := s.at
+		for w := c.reported + 1; w <= sent; w++ {
+			if err := s.m.Sent(now, c.id, c.base+w); err != nil {
+				s.broken(err)
+				return
+			}
+		}
+		s.stats.Sent += sent - c.reported
+		c.reported = sent
+	}
+	i := 0
+	for ; i < len(c.deferred) && !c.aborted && !c.holds(&c.deferred[i]); i++ {
+		s.receive(c, c.deferred[i])
+	}
+	if c.aborted {
+		return
+	}
+	c.deferred = c.deferred[:copy(c.deferred, c.deferred[i:])]
+	c.held.Store(len(c.deferred) > 0)
+}
+
+// ended reports the end of a connection, unless the machine has already
+// left it. The caller holds s.mu.
+func (s *Stream) ended(c *conn, err error) {
+	if c.aborted {
+		return
+	}
+	code := codeOf(err)
+	cause := err
+	var ce *core.ConnectionError
+	if errors.As(err, &ce) {
+		cause = ce.Err
+	}
+	s.opts.Observer.Disconnected(code)
+	s.logInfo("connection ended", "conn", c.id, "code", code.String(), "error", err)
+	if err := s.m.ConnectionFailed(s.at, c.id, code, cause); err != nil {
+		s.broken(err)
+	}
+	s.process()
+}
+
+// broken fails the stream when the machine refuses an input the driver
+// gave it: a driver bug, reported rather than hidden. The caller holds s.mu.
+func (s *Stream) broken(err error) {
+	_ = s.m.Fail(s.at, fmt.Errorf("zbstream: internal error: %w", err))
+}
+
+// sendLoop writes what the machine hands this connection, in order, and
+// reports each send, until the connection is aborted or half-closed.
+func (s *Stream) sendLoop(c *conn) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		for len(c.queue) == 0 && !c.closeSend && !c.aborted {
+			c.idle = true
+			s.mu.Unlock()
+			<-c.wake
+			s.mu.Lock()
+		}
+		if c.aborted {
+			s.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue = c.spare[:0]
+		c.spare = nil
+		s.mu.Unlock()
+
+		if len(batch) == 0 { // only the half-close is left
+			if err := c.h.CloseSend(); err != nil {
+				s.lock()
+				s.ended(c, err)
+				s.mu.Unlock()
+			}
+			return
+		}
+		for i := range batch {
+			if err := c.h.Send(batch[i]); err != nil {
+				s.lock()
+				s.ended(c, err)
+				s.mu.Unlock()
+				return
+			}
+			c.sent.Store(batch[i].Wire)
+			if c.held.Load() {
+				s.lock()
+				s.reportSent(c)
+				s.process()
+				s.mu.Unlock()
+			}
+		}
+		s.lock()
+		s.reportSent(c)
+		clear(batch)
+		c.spare = batch[:0]
+		s.process()
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,111 @@
+package io
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/zbstream/zbstream/core"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultFlushTimeout bounds Flush (protocol default: 5 minutes).
+	DefaultFlushTimeout = 5 * time.Minute
+	// DefaultCallbackDrain bounds how long Close waits for pending callbacks.
+	DefaultCallbackDrain = 5 * time.Second
+	// DefaultCallbackQueue bounds the offsets whose callbacks have not run.
+	DefaultCallbackQueue = 1 << 16
+)
+
+// Options configure a Stream beyond its core.Config. The zero value is
+// usable: no callbacks, no logging, the defaults above.
+type Options struct {
+	// OnAck, when set, is called once for every offset that becomes
+	// durable (acknowledged, or reconciled from a resume watermark), in
+	// offset order, on one goroutine, never under the stream's lock.
+	OnAck func(offset int64)
+	// OnFail, when set, is called once for every accepted offset that
+	// fails with the stream, with the stream's error, in the same order
+	// and on the same goroutine as OnAck.
+	OnFail func(offset int64, err error)
+	// CallbackQueue bounds how many offsets may wait for their callback.
+	// When it is reached, ingest blocks (backpressure) until callbacks
+	// catch up, so a slow callback slows the producer instead of growing
+	// memory. Zero: DefaultCallbackQueue.
+	CallbackQueue int
+	// CallbackDrain bounds how long Close waits for callbacks still
+	// queued. Zero: DefaultCallbackDrain.
+	CallbackDrain time.Duration
+	// FlushTimeout bounds Flush. Zero: DefaultFlushTimeout.
+	FlushTimeout time.Duration
+	// Logger receives lifecycle events: opens, resumes with their
+	// watermark, reconciled and resent counts, reconnect causes, the end
+	// of the stream. Nil: nothing is logged. Payloads are never logged.
+	Logger *slog.Logger
+	// Observer, when set, is told of the same events as numbers, for
+	// metrics (see Observer).
+	Observer Observer
+}
+
+// Observer receives a stream's events for metrics: wire it to Prometheus,
+// OpenTelemetry or expvar without this library depending on any of them.
+// Methods are called under the stream's lock and must return quickly
+// without calling back into the Stream. Embed NopObserver to implement
+// only some of them.
+type Observer interface {
+	// Accepted: one ingest call of n records and size bytes was accepted.
+	Accepted(records int, bytes int64)
+	// Completed: n offsets became durable; reconciled says they were
+	// learned from a resume watermark.
+	Completed(n int64, reconciled bool)
+	// Failed: n accepted offsets failed with the stream.
+	Failed(n int64)
+	// Connected: a connection opened; resumed says by resume.
+	Connected(resumed bool)
+	// Disconnected: a connection ended, with the status code the transport
+	// reported (or the core's reason, for timeouts).
+	Disconnected(code core.Code)
+}
+
+// NopObserver implements Observer with methods that do nothing.
+type NopObserver struct{}
+
+// Accepted does nothing.
+func (NopObserver) Accepted(int, int64) {}
+
+// Completed does nothing.
+func (NopObserver) Completed(int64, bool) {}
+
+// Failed does nothing.
+func (NopObserver) Failed(int64) {}
+
+// Connected does nothing.
+func (NopObserver) Connected(bool) {}
+
+// Disconnected does nothing.
+func (NopObserver) Disconnected(core.Code) {}
+
+// withDefaults validates o and fills zero fields.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.CallbackQueue < 0:
+		return o, &core.ConfigError{Field: "CallbackQueue", Reason: "must not be negative"}
+	case o.CallbackDrain < 0:
+		return o, &core.ConfigError{Field: "CallbackDrain", Reason: "must not be negative"}
+	case o.FlushTimeout < 0:
+		return o, &core.ConfigError{Field: "FlushTimeout", Reason: "must not be negative"}
+	}
+	if o.CallbackQueue == 0 {
+		o.CallbackQueue = DefaultCallbackQueue
+	}
+	if o.CallbackDrain == 0 {
+		o.CallbackDrain = DefaultCallbackDrain
+	}
+	if o.FlushTimeout == 0 {
+		o.FlushTimeout = DefaultFlushTimeout
+	}
+	if o.Observer == nil {
+		o.Observer = NopObserver{}
+	}
+	return o, nil
+}
