@@ -150,4 +150,3 @@ func (cb *callbacks) call(o int64, err error) {
 		cb.onFail(o, err)
 	}
 }
-
