@@ -1,0 +1,183 @@
+package grpcio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/zbstream/zbstream/core"
+	streamio "github.com/zbstream/zbstream/io"
+	ingestpb "github.com/zbstream/zbstream/proto"
+)
+
+// Config describes the table a Transport writes to and how it
+// authenticates.
+type Config struct {
+	// Table is the target table, catalog.schema.table.
+	Table string
+	// Descriptor is the serialized google.protobuf.DescriptorProto of the
+	// records, required for proto streams and sent on every create and
+	// resume. Ignored for JSON streams.
+	Descriptor []byte
+	// Headers produces the credentials for every open. Nil: no
+	// authorization header (for servers that need none).
+	Headers HeadersProvider
+	// SDK is the value of the x-zerobus-sdk header (the client library and
+	// its version). Empty: the header is not sent.
+	SDK string
+}
+
+// Transport is a streamio.Transport over the Zerobus gRPC service: every
+// open starts an EphemeralStream or PersistentStream call on one
+// grpc.ClientConn, with fresh headers.
+type Transport struct {
+	client ingestpb.ZerobusClient
+	cfg    Config
+}
+
+var _ streamio.Transport = (*Transport)(nil)
+
+// NewTransport returns a transport over cc (see Dial). It checks the table
+// name.
+func NewTransport(cc grpc.ClientConnInterface, cfg Config) (*Transport, error) {
+	if cc == nil {
+		return nil, &core.ConfigError{Field: "ClientConn", Reason: "must not be nil"}
+	}
+	if err := CheckTable(cfg.Table); err != nil {
+		return nil, err
+	}
+	return &Transport{client: ingestpb.NewZerobusClient(cc), cfg: cfg}, nil
+}
+
+// CheckTable reports whether name is catalog.schema.table: exactly three
+// non-empty dot-separated parts. It returns a *core.ConfigError otherwise.
+func CheckTable(name string) error {
+	parts := strings.Split(name, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return &core.ConfigError{Field: "Table", Reason: fmt.Sprintf("%q is not catalog.schema.table", name)}
+	}
+	return nil
+}
+
+// InvalidateCredentials passes the server's rejection on to the headers
+// provider.
+func (t *Transport) InvalidateCredentials() {
+	if t.cfg.Headers != nil {
+		t.cfg.Headers.Invalidate()
+	}
+}
+
+// Open starts a call for req.Kind with fresh headers and sends its first
+// message: a create, or a resume of req.StreamID. It does not wait for
+// response headers or for the answer (some servers send nothing before
+// they have read the first message).
+func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streamio.Conn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	ctx, err := t.outgoing(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	c := newConn(ctx, cancel, req)
+	switch req.Kind {
+	case core.Ephemeral:
+		c.st, err = t.client.EphemeralStream(ctx)
+	case core.Persistent:
+		c.st, err = t.client.PersistentStream(ctx)
+	default:
+		err = fmt.Errorf("zbstream: unknown stream kind %d", req.Kind)
+	}
+	if err != nil {
+		cancel()
+		return nil, connErr(err)
+	}
+	if err := c.st.SendMsg(t.openMessage(req)); err != nil && !errors.Is(err, io.EOF) {
+		cancel()
+		return nil, connErr(err)
+	}
+	// io.EOF: the server has already ended the call; Recv reports how.
+	return c, nil
+}
+
+// outgoing attaches the call metadata: the provider's headers, the table,
+// the SDK.
+func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
+	kv := make([]string, 0, 6)
+	if t.cfg.Headers != nil {
+		h, err := t.cfg.Headers.Headers(ctx)
+		if err != nil {
+			var ce *core.ConnectionError
+			if errors.As(err, &ce) {
+				return nil, err
+			}
+			return nil, &core.ConnectionError{Code: core.CodeUnauthenticated, Err: fmt.Errorf("zbstream: credentials: %w", err)}
+		}
+		for k, v := range h {
+			kv = append(kv, k, v)
+		}
+	}
+	kv = append(kv, HeaderTable, t.cfg.Table)
+	if t.cfg.SDK != "" {
+		kv = append(kv, HeaderSDK, t.cfg.SDK)
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...), nil
+}
+
+// openMessage builds the first message of a call.
+func (t *Transport) openMessage(req streamio.OpenRequest) any {
+	rt := recordType(req.RecordType)
+	var desc []byte
+	if req.RecordType == core.RecordProto {
+		desc = t.cfg.Descriptor
+	}
+	create := &ingestpb.CreateIngestStreamRequest{TableName: &t.cfg.Table, DescriptorProto: desc, RecordType: &rt}
+	switch {
+	case req.Kind == core.Ephemeral:
+		return &ingestpb.EphemeralStreamRequest{Payload: &ingestpb.EphemeralStreamRequest_CreateStream{CreateStream: create}}
+	case req.Resume:
+		return &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_ResumeStream{
+			ResumeStream: &ingestpb.ResumeIngestStreamRequest{
+				Identifier:      &ingestpb.ResumeIngestStreamRequest_StreamId{StreamId: req.StreamID},
+				DescriptorProto: desc,
+				RecordType:      &rt,
+			}}}
+	}
+	p := &ingestpb.CreatePersistentStreamRequest{CreateStream: create}
+	if req.RequestID != "" {
+		p.ClientRequestId = &req.RequestID
+	}
+	return &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: p}}
+}
+
+func recordType(rt core.RecordType) ingestpb.RecordType {
+	switch rt {
+	case core.RecordProto:
+		return ingestpb.RecordType_PROTO
+	case core.RecordJSON:
+		return ingestpb.RecordType_JSON
+	}
+	return ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED
+}
+
+// Retire retires a persistent stream: it can no longer be resumed. It
+// returns the stream's last committed offset (core.NoOffset when nothing
+// was committed). Closing a stream never retires it; this does.
+func (t *Transport) Retire(ctx context.Context, streamID string) (int64, error) {
+	ctx, err := t.outgoing(ctx)
+	if err != nil {
+		return core.NoOffset, err
+	}
+	resp, err := t.client.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: &streamID})
+	if err != nil {
+		return core.NoOffset, connErr(err)
+	}
+	if resp.LastCommittedOffset == nil {
+		return core.NoOffset, nil
+	}
+	return *resp.LastCommittedOffset, nil
+}
