@@ -34,13 +34,14 @@ type conn struct {
 	ended chan struct{}      // closed by finish: no more output
 	gone  chan struct{}      // closed by Abort or the context: Recv returns at once
 
-	mu       sync.Mutex // guards the fields below and the closing of ended and gone
-	endErr   error      // set before ended is closed
-	goneDone bool
-	stopCtx  func() bool
-	grace    *time.Timer // ends the call after a close signal's grace
+	mu      sync.Mutex // guards the fields below and the closing of ended and gone
+	endErr  error      // set before ended is closed
+	stopCtx func() bool
+	grace   *time.Timer // ends the call after a close signal's grace
 
 	// Ordered output, used once a message was delayed (delayed is set).
+	left    atomic.Bool // gone is closed
+	over    atomic.Bool // ended is closed
 	delayed atomic.Bool
 	stopped atomic.Bool // end was called: the server reads no more calls
 	outMu   sync.Mutex  // held while emitting in order
@@ -97,6 +98,11 @@ func ctxError(ctx context.Context) error {
 // emit queues one server message for Recv, blocking while the queue is
 // full, until the connection ends.
 func (c *conn) emit(r core.Response) {
+	select {
+	case c.q <- r: // the common case, without the cost of a full select
+		return
+	default:
+	}
 	select {
 	case c.q <- r:
 	case <-c.ended:
@@ -186,6 +192,7 @@ func (c *conn) finish(err error) {
 		return
 	}
 	c.endErr = err
+	c.over.Store(true)
 	close(c.ended)
 	for _, it := range c.pending {
 		if it.timer != nil {
@@ -207,8 +214,8 @@ func (c *conn) leave(err error) {
 	c.finish(err)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.goneDone {
-		c.goneDone = true
+	if !c.left.Load() {
+		c.left.Store(true)
 		close(c.gone)
 	}
 }
@@ -227,10 +234,13 @@ func (c *conn) Recv() (core.Response, error) {
 	if c.recvErr != nil {
 		return core.Response{}, c.recvErr
 	}
-	select {
-	case <-c.gone:
+	if c.left.Load() {
 		c.recvErr = c.err()
 		return core.Response{}, c.recvErr
+	}
+	select {
+	case r := <-c.q: // the common case, without the cost of a full select
+		return r, nil
 	default:
 	}
 	select {

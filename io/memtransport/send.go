@@ -19,10 +19,8 @@ func (c *conn) Send(call streamio.Call) error {
 	if c.sendClosed {
 		return errSendAfter
 	}
-	select {
-	case <-c.ended:
+	if c.over.Load() {
 		return c.err()
-	default:
 	}
 	if c.hung || c.stopped.Load() {
 		return nil // never read: the server does not answer, or has ended the call
