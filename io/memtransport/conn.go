@@ -1,0 +1,279 @@
+package memtransport
+
+import (
+	"context"
+	"errors"
+	stdio "io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zbstream/zbstream/core"
+	streamio "github.com/zbstream/zbstream/io"
+)
+
+var (
+	errAborted   = &core.ConnectionError{Code: core.CodeCanceled, Err: errors.New("memtransport: connection aborted")}
+	errSendAfter = connError(core.CodeInternal, "Send called after CloseSend")
+)
+
+// conn is one connection: the client's end (the streamio.Conn methods)
+// and the server's handling of it, which runs synchronously in the
+// caller's goroutines (Open, Send, CloseSend) and in timers.
+//
+// The server's messages go through one ordered output: emit queues a
+// response on q, and end (a graceful end of the call) takes effect after
+// everything queued before it. A delayed message (FaultDelayAcks) holds
+// back everything after it. finish ends the connection at once: it is the
+// client's abort, a fence, or the last step of a graceful end.
+type conn struct {
+	srv  *Server
+	kind core.Kind
+
+	q     chan core.Response // server messages not yet read
+	ended chan struct{}      // closed by finish: no more output
+	gone  chan struct{}      // closed by Abort or the context: Recv returns at once
+
+	mu      sync.Mutex // guards the fields below and the closing of ended and gone
+	endErr  error      // set before ended is closed
+	stopCtx func() bool
+	grace   *time.Timer // ends the call after a close signal's grace
+
+	// Ordered output, used once a message was delayed (delayed is set).
+	left    atomic.Bool // gone is closed
+	over    atomic.Bool // ended is closed
+	delayed atomic.Bool
+	stopped atomic.Bool // end was called: the server reads no more calls
+	outMu   sync.Mutex  // held while emitting in order
+	pending []outItem   // guarded by mu
+	seq     uint64      // numbering of pending items, guarded by mu
+
+	// Server state of the connection, used by the sender goroutine (and
+	// set up by Open before it returns).
+	st         *stream
+	hung       bool  // FaultHangOpen: never answered
+	sendClosed bool  // CloseSend was called
+	closing    bool  // a close signal was sent
+	calls      int   // ingest calls received
+	told       int64 // watermark told at the open (-1 for a create)
+	maxRecv    int64 // highest offset received, at least told
+	lastAck    int64 // last true ack value sent, at least told
+
+	recvErr error // set once Recv returned the end: Recv keeps returning it
+}
+
+// outItem is a held-back server message or graceful end.
+type outItem struct {
+	seq   uint64
+	resp  core.Response
+	due   bool        // may be emitted (its delay, if any, is over)
+	timer *time.Timer // of a delayed message
+	end   bool
+	err   error
+}
+
+var _ streamio.Conn = (*conn)(nil)
+
+func (s *Server) newConn(ctx context.Context, kind core.Kind) *conn {
+	c := &conn{
+		srv: s, kind: kind,
+		q: make(chan core.Response, s.opts.QueueSize), ended: make(chan struct{}), gone: make(chan struct{}),
+		told: core.NoOffset, maxRecv: core.NoOffset, lastAck: core.NoOffset,
+	}
+	c.mu.Lock()
+	c.stopCtx = context.AfterFunc(ctx, func() { c.leave(ctxError(ctx)) })
+	c.mu.Unlock()
+	return c
+}
+
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	code := core.CodeCanceled
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = core.CodeDeadlineExceeded
+	}
+	return &core.ConnectionError{Code: code, Err: err}
+}
+
+// emit queues one server message for Recv, blocking while the queue is
+// full, until the connection ends.
+func (c *conn) emit(r core.Response) {
+	select {
+	case c.q <- r: // the common case, without the cost of a full select
+		return
+	default:
+	}
+	select {
+	case c.q <- r:
+	case <-c.ended:
+	}
+}
+
+// out sends r in order, delay after now when delay > 0.
+func (c *conn) out(r core.Response, delay time.Duration) {
+	if delay <= 0 && !c.delayed.Load() {
+		c.emit(r)
+		return
+	}
+	c.delayed.Store(true)
+	c.mu.Lock()
+	if c.endErr != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.seq++
+	it := outItem{seq: c.seq, resp: r, due: delay <= 0}
+	if delay > 0 {
+		seq := it.seq
+		it.timer = time.AfterFunc(delay, func() { c.markDue(seq) })
+	}
+	c.pending = append(c.pending, it)
+	c.mu.Unlock()
+	c.flush()
+}
+
+// end ends the call gracefully with err (nil: a clean end, io.EOF), after
+// the messages queued before.
+func (c *conn) end(err error) {
+	if err == nil {
+		err = stdio.EOF
+	}
+	c.stopped.Store(true)
+	if !c.delayed.Load() {
+		c.finish(err)
+		return
+	}
+	c.mu.Lock()
+	c.seq++
+	c.pending = append(c.pending, outItem{seq: c.seq, due: true, end: true, err: err})
+	c.mu.Unlock()
+	c.flush()
+}
+
+// markDue is the timer of the delayed item seq.
+func (c *conn) markDue(seq uint64) {
+	c.mu.Lock()
+	for i := range c.pending {
+		if c.pending[i].seq == seq {
+			c.pending[i].due = true
+		}
+	}
+	c.mu.Unlock()
+	c.flush()
+}
+
+// flush emits the pending items, in order, up to the first that is not
+// due yet.
+func (c *conn) flush() {
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	for {
+		c.mu.Lock()
+		if len(c.pending) == 0 || c.endErr != nil || !c.pending[0].due {
+			c.mu.Unlock()
+			return
+		}
+		it := c.pending[0]
+		c.pending = c.pending[1:]
+		c.mu.Unlock()
+		if it.end {
+			c.finish(it.err)
+			return
+		}
+		c.emit(it.resp)
+	}
+}
+
+// finish ends the connection at once with err, if it has not ended yet.
+func (c *conn) finish(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.endErr != nil {
+		return
+	}
+	c.endErr = err
+	c.over.Store(true)
+	close(c.ended)
+	for _, it := range c.pending {
+		if it.timer != nil {
+			it.timer.Stop()
+		}
+	}
+	c.pending = nil
+	if c.grace != nil {
+		c.grace.Stop()
+	}
+	if c.stopCtx != nil {
+		c.stopCtx()
+	}
+}
+
+// leave is the client's end (Abort or the context): the connection ends
+// with err and blocked calls return at once.
+func (c *conn) leave(err error) {
+	c.finish(err)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.left.Load() {
+		c.left.Store(true)
+		close(c.gone)
+	}
+}
+
+// err is the connection's end, once it ended.
+func (c *conn) err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.endErr
+}
+
+// Recv returns the next server message; once the call ended and every
+// message queued before its end was read, the end: io.EOF for a clean
+// end, else a *core.ConnectionError. After Abort it returns at once.
+func (c *conn) Recv() (core.Response, error) {
+	if c.recvErr != nil {
+		return core.Response{}, c.recvErr
+	}
+	if c.left.Load() {
+		c.recvErr = c.err()
+		return core.Response{}, c.recvErr
+	}
+	select {
+	case r := <-c.q: // the common case, without the cost of a full select
+		return r, nil
+	default:
+	}
+	select {
+	case r := <-c.q:
+		return r, nil
+	case <-c.gone:
+		c.recvErr = c.err()
+		return core.Response{}, c.recvErr
+	case <-c.ended:
+		select {
+		case r := <-c.q:
+			return r, nil
+		default:
+			c.recvErr = c.err()
+			return core.Response{}, c.recvErr
+		}
+	}
+}
+
+// CloseSend half-closes the connection: the server ends the call cleanly
+// once it has answered everything sent before.
+func (c *conn) CloseSend() error {
+	if c.sendClosed {
+		return nil
+	}
+	c.sendClosed = true
+	if c.hung {
+		return nil
+	}
+	c.end(nil)
+	return nil
+}
+
+// Abort ends the connection: blocked and later Send and Recv calls return
+// an error (CodeCanceled) at once. It is idempotent and does not block.
+func (c *conn) Abort() { c.leave(errAborted) }
