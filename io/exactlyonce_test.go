@@ -103,7 +103,7 @@ func runExactlyOnce(seed uint64) (eoCounts, error) {
 	cfg.Seed = seed
 	cfg.MaxInflightCalls = 1 + rng.IntN(64)
 
-	next := 0          // next source record to ingest
+	next := 0           // next source record to ingest
 	var streamID string // empty until the first create
 	// sourceEnd maps each accepted offset to the source position after its
 	// call: what the application keeps durably beside the stream id, so a

@@ -18,7 +18,7 @@ func Example() {
 
 	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)
 	cfg.ClientRequestID = "example-7f3a" // unique per stream: crypto/rand in real use
-	var durable []int64 // written by the callback goroutine, read after Close
+	var durable []int64                  // written by the callback goroutine, read after Close
 	s, err := streamio.Open(ctx, srv.Transport(), cfg, streamio.Options{
 		OnAck: func(offset int64) { durable = append(durable, offset) },
 	})
