@@ -83,15 +83,13 @@ func getenvAny(names ...string) string {
 	return ""
 }
 
-// parseProxyURL parses a proxy setting as httpproxy does: a value without
-// a scheme is taken as http://.
+// parseProxyURL parses a proxy setting; a value without a scheme is taken
+// as http://.
 func parseProxyURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		if u2, err2 := url.Parse("http://" + s); err2 == nil {
-			u, err = u2, nil
-		}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
 	}
+	u, err := url.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("bad proxy URL: %v", unwrapURLError(err))
 	}
