@@ -1,0 +1,191 @@
+package zbstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
+	streamio "github.com/zbstream/zbstream/io"
+)
+
+// Version is the version of zbstream, sent in the user agent.
+const Version = grpcio.Version
+
+// Client is a connection to one Zerobus endpoint. Streams created from it
+// share its gRPC connection. A Client is safe for concurrent use; Close it
+// when every stream is closed.
+type Client struct {
+	endpoint string
+	cc       *grpc.ClientConn
+	opts     clientOptions
+
+	mu    sync.Mutex
+	oauth map[string]*grpcio.OAuth // per table, when WithOAuth is set
+}
+
+// NewClient returns a client for the Zerobus endpoint: "https://host[:port]"
+// or "host:port" (TLS, verified against the system roots unless an option
+// says otherwise), or "http://host[:port]" (plaintext: the only way to get
+// it, for local servers). It dials lazily: a server that cannot be reached
+// surfaces when a stream is created.
+func NewClient(endpoint string, opts ...Option) (*Client, error) {
+	c := &Client{endpoint: endpoint, oauth: map[string]*grpcio.OAuth{}}
+	for _, o := range opts {
+		if err := o(&c.opts); err != nil {
+			return nil, err
+		}
+	}
+	if c.opts.oauth != nil && c.opts.headers != nil {
+		return nil, &ConfigError{Field: "Credentials", Reason: "set either a token, a headers provider or OAuth, not several"}
+	}
+	cc, err := grpcio.Dial(endpoint, c.opts.dial)
+	if err != nil {
+		return nil, err
+	}
+	c.cc = cc
+	return c, nil
+}
+
+// Close closes the client's connection. Streams still open fail.
+func (c *Client) Close() error { return c.cc.Close() }
+
+// CreateStream creates an ephemeral stream into table
+// (catalog.schema.table): at-least-once, since after a reconnect every
+// unacknowledged record is sent again. It returns once the server has
+// accepted the stream.
+func (c *Client) CreateStream(ctx context.Context, table string, opts ...StreamOption) (*Stream, error) {
+	return c.open(ctx, core.Ephemeral, table, "", opts)
+}
+
+// CreatePersistentStream creates a durable stream into table: exactly-once
+// across reconnects and process restarts. Keep its StreamID (and, for each
+// offset, the position in your source it stands for): a new process
+// resumes with ResumeStream and replays from the watermark. The create is
+// idempotent (see WithClientRequestID).
+func (c *Client) CreatePersistentStream(ctx context.Context, table string, opts ...StreamOption) (*Stream, error) {
+	return c.open(ctx, core.Persistent, table, "", opts)
+}
+
+// ResumeStream resumes the persistent stream streamID. The server reports
+// the last offset it committed: LastDurable returns it, and the next
+// record ingested gets the offset after it. Replay your source from the
+// position after that offset. An unknown or retired id is a
+// *ConnectionError with code NOT_FOUND.
+func (c *Client) ResumeStream(ctx context.Context, table, streamID string, opts ...StreamOption) (*Stream, error) {
+	if streamID == "" {
+		return nil, &ConfigError{Field: "StreamID", Reason: "must not be empty"}
+	}
+	return c.open(ctx, core.Persistent, table, streamID, opts)
+}
+
+// RetireStream retires a persistent stream: it can no longer be resumed.
+// It returns the stream's last committed offset (-1: none). Close never
+// retires a stream; this does.
+func (c *Client) RetireStream(ctx context.Context, table, streamID string) (int64, error) {
+	t, err := c.transport(table, nil)
+	if err != nil {
+		return core.NoOffset, err
+	}
+	return t.Retire(ctx, streamID)
+}
+
+func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID string, opts []StreamOption) (*Stream, error) {
+	so := streamOptions{cfg: core.DefaultConfig(kind, core.RecordJSON)}
+	so.cfg.StreamID = streamID
+	so.io.Logger, so.io.Observer = c.opts.logger, c.opts.observer
+	for _, o := range opts {
+		if err := o(&so); err != nil {
+			return nil, err
+		}
+	}
+	if kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "" {
+		so.cfg.ClientRequestID = newRequestID()
+	}
+	so.cfg.Seed = randomSeed()
+	if err := so.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t, err := c.transport(table, so.desc)
+	if err != nil {
+		return nil, err
+	}
+	s, err := streamio.Open(ctx, t, so.cfg, so.io)
+	if err != nil {
+		return nil, err
+	}
+	if l := c.opts.logger; l != nil {
+		l.Info("zbstream: stream opened", "kind", kind.String(), "table", table,
+			"stream_id", s.StreamID(), "last_durable", s.LastDurable())
+	}
+	return &Stream{Stream: s, proto: so.desc, maxCall: so.cfg.MaxCallBytes}, nil
+}
+
+// transport returns a gRPC transport for table with the client's
+// credentials.
+func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transport, error) {
+	if err := grpcio.CheckTable(table); err != nil {
+		return nil, err
+	}
+	headers, err := c.headers(table)
+	if err != nil {
+		return nil, err
+	}
+	cfg := grpcio.Config{Table: table, Headers: headers, SDK: grpcio.UserAgent("")}
+	if desc != nil {
+		cfg.Descriptor = desc.bytes
+	}
+	return grpcio.NewTransport(c.cc, cfg)
+}
+
+// headers returns the credentials for table: the client's provider, or an
+// OAuth provider down-scoped to the table, made once per table so that its
+// token is cached across the table's streams.
+func (c *Client) headers(table string) (grpcio.HeadersProvider, error) {
+	if c.opts.oauth == nil {
+		return c.opts.headers, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.oauth[table]; p != nil {
+		return p, nil
+	}
+	cfg := *c.opts.oauth
+	cfg.Table = table
+	cfg.WorkspaceID = grpcio.WorkspaceIDFromEndpoint(c.endpoint)
+	cfg.Logger = c.opts.logger
+	p, err := grpcio.NewOAuth(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.oauth[table] = p
+	return p, nil
+}
+
+// newRequestID returns 16 random bytes, hex: a persistent create's
+// idempotency key.
+func newRequestID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("zbstream: crypto/rand: %v", err)) // never fails on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// randomSeed seeds a stream's backoff jitter, so that many clients do not
+// retry in step.
+func randomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	var s uint64
+	for _, x := range b {
+		s = s<<8 | uint64(x)
+	}
+	return s
+}
+

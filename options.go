@@ -1,0 +1,234 @@
+package zbstream
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
+	streamio "github.com/zbstream/zbstream/io"
+)
+
+// Option configures a Client.
+type Option func(*clientOptions) error
+
+type clientOptions struct {
+	dial     grpcio.DialOptions
+	headers  grpcio.HeadersProvider
+	oauth    *grpcio.OAuthConfig
+	logger   *slog.Logger
+	observer Observer
+}
+
+// Observer receives a stream's events as numbers, for metrics (Prometheus,
+// OpenTelemetry, expvar) without this library depending on any of them.
+// Embed NopObserver to implement only some methods.
+type Observer = streamio.Observer
+
+// NopObserver implements Observer with methods that do nothing.
+type NopObserver = streamio.NopObserver
+
+// HeadersProvider produces the credentials of every open; see
+// grpcio.HeadersProvider.
+type HeadersProvider = grpcio.HeadersProvider
+
+// WithToken authenticates every stream with a static bearer token.
+func WithToken(token string) Option {
+	return func(o *clientOptions) error {
+		if token == "" {
+			return &ConfigError{Field: "Token", Reason: "must not be empty"}
+		}
+		o.headers = grpcio.StaticToken(token)
+		return nil
+	}
+}
+
+// WithHeadersProvider authenticates with a provider of your own: it is
+// called on every open, so it can hand out fresh tokens, and told when the
+// server rejects them.
+func WithHeadersProvider(p HeadersProvider) Option {
+	return func(o *clientOptions) error {
+		if p == nil {
+			return &ConfigError{Field: "HeadersProvider", Reason: "must not be nil"}
+		}
+		o.headers = p
+		return nil
+	}
+}
+
+// WithOAuth authenticates with OAuth client credentials of a service
+// principal, as the official SDKs do: a token from the workspace's
+// /oidc/v1/token endpoint, down-scoped to each stream's table, cached per
+// table and refreshed before it expires. The secret is never logged.
+func WithOAuth(workspaceURL, clientID, clientSecret string) Option {
+	return func(o *clientOptions) error {
+		o.oauth = &grpcio.OAuthConfig{WorkspaceURL: workspaceURL, ClientID: clientID, ClientSecret: clientSecret}
+		return nil
+	}
+}
+
+// WithTLSConfig sets the TLS configuration (cloned; at least TLS 1.2).
+// The default is TLS with the system roots (SSL_CERT_FILE is honoured).
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(o *clientOptions) error { o.dial.TLSConfig = cfg; return nil }
+}
+
+// WithCAFile trusts the CA certificates in a PEM file instead of the
+// system roots.
+func WithCAFile(path string) Option {
+	return func(o *clientOptions) error { o.dial.CAFile = path; return nil }
+}
+
+// WithCAPEM trusts the given PEM CA certificates instead of the system
+// roots.
+func WithCAPEM(pem []byte) Option {
+	return func(o *clientOptions) error { o.dial.CAPEM = pem; return nil }
+}
+
+// WithProxy chooses the HTTP CONNECT proxy; the default is the one the
+// environment names (HTTPS_PROXY, NO_PROXY). grpcio.ProxyURL(nil)
+// connects directly.
+func WithProxy(p grpcio.ProxyFunc) Option {
+	return func(o *clientOptions) error { o.dial.Proxy = p; return nil }
+}
+
+// WithAppName names the application in the user agent, in front of
+// zbstream and its version.
+func WithAppName(name string) Option {
+	return func(o *clientOptions) error { o.dial.AppName = name; return nil }
+}
+
+// WithGRPCOptions adds gRPC dial options after zbstream's own.
+func WithGRPCOptions(opts ...grpc.DialOption) Option {
+	return func(o *clientOptions) error {
+		o.dial.GRPCOptions = append(o.dial.GRPCOptions, opts...)
+		return nil
+	}
+}
+
+// WithLogger logs lifecycle events: opens, resumes with their watermark,
+// reconciled counts, reconnect causes, failures. Never payloads or
+// credentials.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *clientOptions) error { o.logger = l; return nil }
+}
+
+// WithObserver reports every stream's events to an Observer (metrics).
+func WithObserver(obs Observer) Option {
+	return func(o *clientOptions) error { o.observer = obs; return nil }
+}
+
+// StreamOption configures one stream. Every limit has the default of the
+// Zerobus protocol (see core.DefaultConfig); an invalid value is a
+// *ConfigError from the call that creates the stream.
+type StreamOption func(*streamOptions) error
+
+type streamOptions struct {
+	cfg  core.Config
+	io   streamio.Options
+	desc *protoDescriptor
+}
+
+// WithProtoMessage makes a proto stream of m's type: records are m's
+// serialized messages, and the server is given m's descriptor (with its
+// nested types). Without it a stream takes JSON records.
+func WithProtoMessage(m ProtoMessage) StreamOption {
+	return func(o *streamOptions) error {
+		d, err := describe(m)
+		if err != nil {
+			return err
+		}
+		o.desc = d
+		o.cfg.RecordType = core.RecordProto
+		return nil
+	}
+}
+
+// WithClientRequestID sets the idempotency key of a persistent create (by
+// default 16 random bytes, hex): a create retried with the same key gets
+// the same stream back.
+func WithClientRequestID(id string) StreamOption {
+	return func(o *streamOptions) error { o.cfg.ClientRequestID = id; return nil }
+}
+
+// WithMaxInflight bounds accepted but not yet durable calls by count and by
+// payload bytes (defaults 1,000,000 calls and 256 MiB). Ingest blocks
+// beyond them.
+func WithMaxInflight(calls int, bytes int64) StreamOption {
+	return func(o *streamOptions) error {
+		o.cfg.MaxInflightCalls, o.cfg.MaxInflightBytes = calls, bytes
+		return nil
+	}
+}
+
+// WithMaxCallBytes bounds the payload of one ingest call (default 10 MiB
+// minus 64 KiB).
+func WithMaxCallBytes(n int64) StreamOption {
+	return func(o *streamOptions) error { o.cfg.MaxCallBytes = n; return nil }
+}
+
+// WithTimeouts sets the open attempt timeout (default 15 s), the
+// lack-of-ack timeout (60 s) and the close timeout (5 min). Zero keeps a
+// default.
+func WithTimeouts(open, ack, close time.Duration) StreamOption {
+	return func(o *streamOptions) error {
+		for _, t := range []struct {
+			d   time.Duration
+			dst *time.Duration
+		}{{open, &o.cfg.OpenTimeout}, {ack, &o.cfg.AckTimeout}, {close, &o.cfg.CloseTimeout}} {
+			if t.d != 0 {
+				*t.dst = t.d
+			}
+		}
+		return nil
+	}
+}
+
+// WithFlushTimeout bounds Flush (default 5 min).
+func WithFlushTimeout(d time.Duration) StreamOption {
+	return func(o *streamOptions) error { o.io.FlushTimeout = d; return nil }
+}
+
+// WithMaxGrace caps how long an ephemeral stream drains acks after the
+// server asks it to leave before it reconnects (default 15 min; 0: at once).
+func WithMaxGrace(d time.Duration) StreamOption {
+	return func(o *streamOptions) error { o.cfg.MaxGrace = d; return nil }
+}
+
+// WithRecovery sets how many reconnects one recovery episode may make
+// without durable progress (default 4) and the backoff before each:
+// exponential from initial to max, with full jitter.
+func WithRecovery(retries int, initial, max time.Duration) StreamOption {
+	return func(o *streamOptions) error {
+		o.cfg.Retries = retries
+		o.cfg.Backoff.Initial, o.cfg.Backoff.Max = initial, max
+		return nil
+	}
+}
+
+// WithoutRecovery makes every connection failure end the stream.
+func WithoutRecovery() StreamOption {
+	return func(o *streamOptions) error { o.cfg.DisableRecovery = true; return nil }
+}
+
+// WithOnAck calls f once for every offset that becomes durable, in offset
+// order, on one goroutine. A slow f slows ingest (see WithCallbackQueue); a
+// panicking f fails the stream, not the process.
+func WithOnAck(f func(offset int64)) StreamOption {
+	return func(o *streamOptions) error { o.io.OnAck = f; return nil }
+}
+
+// WithOnFail calls f once for every accepted offset that fails with the
+// stream, in order, on the same goroutine as WithOnAck's callback.
+func WithOnFail(f func(offset int64, err error)) StreamOption {
+	return func(o *streamOptions) error { o.io.OnFail = f; return nil }
+}
+
+// WithCallbackQueue bounds how many offsets may wait for their callback
+// before ingest blocks (default 65,536).
+func WithCallbackQueue(n int) StreamOption {
+	return func(o *streamOptions) error { o.io.CallbackQueue = n; return nil }
+}
