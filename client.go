@@ -188,4 +188,3 @@ func randomSeed() uint64 {
 	}
 	return s
 }
-
