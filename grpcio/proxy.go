@@ -112,7 +112,6 @@ func checkProxyURL(u *url.URL) error {
 	return nil
 }
 
-
 // noProxyMatch reports whether host:port is exempted by the NO_PROXY
 // value list (the rules are in ProxyFromEnvironment's documentation).
 func noProxyMatch(list, host, port string) bool {
