@@ -119,7 +119,6 @@ type Server struct {
 	calls   map[string]int // open stream calls per principal
 	budget  *budget
 
-
 	draining  chan struct{}
 	drainOnce sync.Once
 	stopOnce  sync.Once
