@@ -55,6 +55,52 @@ type Options struct {
 	// StopGrace bounds how long GracefulStop waits for calls to end before
 	// cutting them (default 5s).
 	StopGrace time.Duration
+
+	// Engine selects what the server does with records: EngineStore (the
+	// zero value) validates and stores them; EngineAckOnly only checks
+	// offsets and acknowledges, for benchmarks of clients.
+	Engine Engine
+	// StrictDuplicates makes the server compare every resent record (an
+	// offset at or below what the stream already holds) with the stored
+	// one: a different payload ends the call with FAILED_PRECONDITION
+	// naming the offset instead of being acknowledged. It turns the server
+	// into a checker of clients' exactly-once behaviour. Cost: one store
+	// read and one comparison per duplicate request, and a duplicate's
+	// records are held in the receive queue until compared; traffic without
+	// duplicates costs nothing. Off by default; on by default in
+	// servertest.
+	StrictDuplicates bool
+
+	// Limits (protocol.md §6.7); zero means the Default* constant.
+
+	// FirstMessageTimeout ends a call that sends no first message in time
+	// with DEADLINE_EXCEEDED (default DefaultFirstMessageTimeout).
+	FirstMessageTimeout time.Duration
+	// IdleTimeout rotates an opened stream that received nothing for that
+	// long and has nothing in flight: close_stream_signal{CloseGrace}, then
+	// a clean end (default DefaultIdleTimeout). It is never an error.
+	IdleTimeout time.Duration
+	// MaxConcurrentStreams caps the concurrent calls on one HTTP/2
+	// connection (default DefaultMaxConcurrentStreams); clients queue the
+	// calls above it.
+	MaxConcurrentStreams uint32
+	// MaxConnectionsPerPrincipal caps one principal's concurrent
+	// EphemeralStream and PersistentStream calls (a "connection" in
+	// protocol.md), whatever transports they use; a call above it gets
+	// RESOURCE_EXHAUSTED (default DefaultMaxConnectionsPerPrincipal).
+	MaxConnectionsPerPrincipal int
+	// KeepaliveMinTime is the shortest interval between client pings that
+	// is tolerated; KeepaliveTime and KeepaliveTimeout make the server ping
+	// a silent transport and close it when the ping is not answered (see
+	// the Default* constants).
+	KeepaliveMinTime, KeepaliveTime, KeepaliveTimeout time.Duration
+	// ReceiveBudget bounds, for the whole server, the bytes of checked
+	// requests queued between the receivers and the committers (default
+	// DefaultReceiveBudget). When it is spent, receivers stop reading and
+	// HTTP/2 flow control pushes back on the senders. What gRPC buffers
+	// before a message is read (a flow-control window per call) is outside
+	// it.
+	ReceiveBudget int64
 }
 
 // Server is the reference Zerobus-compatible server.
@@ -69,19 +115,15 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   map[string]*streamEntry // live or recently live streams
 
+	callsMu sync.Mutex
+	calls   map[string]int // open stream calls per principal
+	budget  *budget
+
 	draining  chan struct{}
 	drainOnce sync.Once
 	stopOnce  sync.Once
-	wg        sync.WaitGroup // receiver goroutines
+	wg        sync.WaitGroup // receiver and sender goroutines
 	stopped   atomic.Bool
-}
-
-// streamEntry serializes the writers of one stream: owner is the only
-// connection allowed to append (fencing), appendMu makes an ownership
-// change wait for an Append in progress.
-type streamEntry struct {
-	appendMu sync.Mutex
-	owner    atomic.Pointer[conn]
 }
 
 // New returns a server; start it with Serve.
@@ -95,15 +137,30 @@ func New(opts Options) (*Server, error) {
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = 5 * time.Second
 	}
+	if err := applyLimitDefaults(&opts); err != nil {
+		return nil, err
+	}
 	s := &Server{
 		opts:     opts,
 		store:    opts.Store,
 		log:      opts.Logger,
 		streams:  map[string]*streamEntry{},
+		calls:    map[string]int{},
+		budget:   newBudget(opts.ReceiveBudget),
 		draining: make(chan struct{}),
 	}
-	if s.store == nil {
-		s.store, s.ownsStore = NewMemoryStore(), true
+	switch opts.Engine {
+	case EngineStore:
+		if s.store == nil {
+			s.store, s.ownsStore = NewMemoryStore(), true
+		}
+	case EngineAckOnly:
+		if s.store != nil {
+			return nil, errors.New("server: EngineAckOnly keeps its own store: leave Options.Store nil")
+		}
+		s.store, s.ownsStore = newAckOnlyStore(), true
+	default:
+		return nil, fmt.Errorf("server: unknown engine %d", opts.Engine)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -113,6 +170,7 @@ func New(opts Options) (*Server, error) {
 		grpc.WaitForHandlers(true),
 		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes)),
 	}
+	gopts = append(gopts, limitServerOptions(opts)...)
 	if opts.TLS != nil {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
@@ -252,30 +310,4 @@ func newStreamID(kind StreamKind) (string, error) {
 		prefix = "ps-"
 	}
 	return prefix + hex.EncodeToString(b[:]), nil
-}
-
-// claim makes c (nil: nobody, for a retire) the only writer of stream id
-// and fences the previous writer with cause.
-func (s *Server) claim(id string, c *conn, cause error) *streamEntry {
-	s.streamsMu.Lock()
-	defer s.streamsMu.Unlock()
-	e := s.streams[id]
-	if e == nil {
-		e = &streamEntry{}
-		s.streams[id] = e
-	}
-	if old := e.owner.Load(); old != nil && old != c {
-		old.fence(cause) // before the swap: a fenced writer sees its cause
-	}
-	e.owner.Store(c)
-	return e
-}
-
-// release forgets c as the writer of its stream, if it still is.
-func (s *Server) release(id string, c *conn) {
-	s.streamsMu.Lock()
-	defer s.streamsMu.Unlock()
-	if e := s.streams[id]; e != nil && e.owner.Load() == c {
-		delete(s.streams, id)
-	}
 }

@@ -50,12 +50,15 @@ type Batch struct {
 type Store interface {
 	// CreateStream stores a new stream (meta.Watermark is ignored; a new
 	// stream has -1). When meta.RequestID is not empty and a stream with the
-	// same RequestID exists, it returns that stream and created == false
-	// instead (idempotent create).
+	// same Principal, Table and RequestID exists, it returns that stream and
+	// created == false instead (idempotent create). A RequestID is scoped
+	// to its principal and table: another principal's (or table's) create
+	// with the same RequestID makes a new stream.
 	CreateStream(ctx context.Context, meta StreamMeta) (stored StreamMeta, created bool, err error)
 	// Stream returns a stream's metadata or ErrStreamNotFound.
 	Stream(ctx context.Context, id string) (StreamMeta, error)
-	// Append stores batches of stream id, in offset order, starting at
+	// Append stores batches of stream id (it must not modify or keep the
+	// record slices: it copies what it keeps), in offset order, starting at
 	// exactly the stream's watermark + 1 and dense, together with the new
 	// watermark (the last batch's offset), atomically. Concurrent Appends,
 	// to one stream or many, may share one sync (group commit).
@@ -69,3 +72,16 @@ type Store interface {
 	// Close releases the store. It is idempotent.
 	Close() error
 }
+
+// BatchReader is implemented by stores that can read one stored batch
+// without reading the whole stream; the server uses it to compare a
+// duplicate with what is stored (Options.StrictDuplicates) and falls back
+// to Records for a Store without it.
+type BatchReader interface {
+	// Batch returns the batch stored at offset, or an error wrapping
+	// ErrStreamNotFound (no such stream) or ErrBatchNotFound.
+	Batch(ctx context.Context, id string, offset int64) (Batch, error)
+}
+
+// ErrBatchNotFound: the stream holds no batch at that offset.
+var ErrBatchNotFound = errors.New("server: batch not found")

@@ -53,7 +53,7 @@ const BoltFileName = "zbstream.db"
 var (
 	boltBucketMeta     = []byte("meta")     // stream id -> JSON StreamMeta (static fields)
 	boltBucketState    = []byte("state")    // stream id -> watermark, records, retired
-	boltBucketRequests = []byte("requests") // RequestID -> stream id
+	boltBucketRequests = []byte("requests") // requestKey(Principal, Table, RequestID) -> stream id
 	boltBucketRecords  = []byte("records")  // stream id -> bucket: offset (big endian) -> batch
 )
 
@@ -324,12 +324,13 @@ func (s *BoltStore) CreateStream(ctx context.Context, meta StreamMeta) (StreamMe
 	err := s.write(ctx, len(meta.Descriptor), func(tx *bolt.Tx) error {
 		stored, created = StreamMeta{}, false
 		reqs := tx.Bucket(boltBucketRequests)
+		reqKey := []byte(requestKey(meta.Principal, meta.Table, meta.RequestID))
 		if meta.RequestID != "" {
-			if id := reqs.Get([]byte(meta.RequestID)); id != nil {
-				m, err := loadMeta(tx, string(id))
-				if err != nil {
-					return err
-				}
+			m, found, err := findByRequest(tx, reqKey, meta)
+			if err != nil {
+				return err
+			}
+			if found {
 				stored = m
 				return nil
 			}
@@ -364,7 +365,7 @@ func (s *BoltStore) CreateStream(ctx context.Context, meta StreamMeta) (StreamMe
 			return fmt.Errorf("server: bolt store: %w", err)
 		}
 		if m.RequestID != "" {
-			if err := reqs.Put([]byte(m.RequestID), []byte(m.ID)); err != nil {
+			if err := reqs.Put(reqKey, []byte(m.ID)); err != nil {
 				return fmt.Errorf("server: bolt store: %w", err)
 			}
 		}
@@ -375,6 +376,28 @@ func (s *BoltStore) CreateStream(ctx context.Context, meta StreamMeta) (StreamMe
 		return StreamMeta{}, false, err
 	}
 	return stored, created, nil
+}
+
+// findByRequest finds the stream of meta's principal, table and request
+// id. Databases written before request ids were scoped keyed the requests
+// bucket by the bare id: such an entry counts only if its stream has the
+// same principal and table.
+func findByRequest(tx *bolt.Tx, reqKey []byte, meta StreamMeta) (StreamMeta, bool, error) {
+	reqs := tx.Bucket(boltBucketRequests)
+	if id := reqs.Get(reqKey); id != nil {
+		m, err := loadMeta(tx, string(id))
+		return m, err == nil, err
+	}
+	if id := reqs.Get([]byte(meta.RequestID)); id != nil {
+		m, err := loadMeta(tx, string(id))
+		if err != nil {
+			return StreamMeta{}, false, err
+		}
+		if m.Principal == meta.Principal && m.Table == meta.Table && m.RequestID == meta.RequestID {
+			return m, true, nil
+		}
+	}
+	return StreamMeta{}, false, nil
 }
 
 // Stream implements Store.
@@ -434,6 +457,28 @@ func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) erro
 		}
 		return nil
 	})
+}
+
+// Batch implements BatchReader.
+func (s *BoltStore) Batch(_ context.Context, id string, offset int64) (Batch, error) {
+	var out Batch
+	err := s.view(func(tx *bolt.Tx) error {
+		recs := tx.Bucket(boltBucketRecords).Bucket([]byte(id))
+		if recs == nil {
+			return fmt.Errorf("%w: %q", ErrStreamNotFound, id)
+		}
+		v := recs.Get(offsetKey(offset))
+		if v == nil {
+			return fmt.Errorf("%w: stream %q offset %d", ErrBatchNotFound, id, offset)
+		}
+		records, err := decodeBatch(v)
+		if err != nil {
+			return fmt.Errorf("server: bolt store: stream %q offset %d: %w", id, offset, err)
+		}
+		out = Batch{Offset: offset, Records: records}
+		return nil
+	})
+	return out, err
 }
 
 // Retire implements Store.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -14,8 +15,9 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	closed  bool
 	streams map[string]*memStream
-	byReq   map[string]string // RequestID -> stream id
+	byReq   map[string]string // requestKey(Principal, Table, RequestID) -> stream id
 	seq     uint64
+	discard bool // the ack-only engine's store: keep watermarks, drop records
 }
 
 type memStream struct {
@@ -48,8 +50,9 @@ func (s *MemoryStore) CreateStream(_ context.Context, meta StreamMeta) (StreamMe
 	if s.closed {
 		return StreamMeta{}, false, ErrStoreClosed
 	}
+	key := requestKey(meta.Principal, meta.Table, meta.RequestID)
 	if meta.RequestID != "" {
-		if id, ok := s.byReq[meta.RequestID]; ok {
+		if id, ok := s.byReq[key]; ok {
 			return cloneMeta(s.streams[id].meta), false, nil
 		}
 	}
@@ -64,7 +67,7 @@ func (s *MemoryStore) CreateStream(_ context.Context, meta StreamMeta) (StreamMe
 	meta = cloneMeta(meta)
 	s.streams[meta.ID] = &memStream{meta: meta}
 	if meta.RequestID != "" {
-		s.byReq[meta.RequestID] = meta.ID
+		s.byReq[key] = meta.ID
 	}
 	return cloneMeta(meta), true, nil
 }
@@ -92,6 +95,10 @@ func (s *MemoryStore) Append(_ context.Context, id string, batches []Batch) erro
 		return err
 	}
 	for _, b := range batches {
+		if s.discard {
+			st.meta.Records += int64(len(b.Records))
+			continue
+		}
 		recs := make([][]byte, len(b.Records))
 		for i, r := range b.Records {
 			recs[i] = slices.Clone(r)
@@ -119,6 +126,26 @@ func checkAppend(meta StreamMeta, batches []Batch) error {
 		want++
 	}
 	return nil
+}
+
+// Batch implements BatchReader.
+func (s *MemoryStore) Batch(_ context.Context, id string, offset int64) (Batch, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, err := s.stream(id)
+	if err != nil {
+		return Batch{}, err
+	}
+	i, ok := slices.BinarySearchFunc(st.batches, offset, func(b Batch, o int64) int { return cmp.Compare(b.Offset, o) })
+	if !ok {
+		return Batch{}, fmt.Errorf("%w: stream %q offset %d", ErrBatchNotFound, id, offset)
+	}
+	b := st.batches[i]
+	recs := make([][]byte, len(b.Records))
+	for j, r := range b.Records {
+		recs[j] = slices.Clone(r)
+	}
+	return Batch{Offset: b.Offset, Records: recs}, nil
 }
 
 // Retire implements Store.

@@ -140,24 +140,34 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("IdempotentCreate", func(t *testing.T) {
 		s := open(t)
 		defer s.Close()
-		first := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", RequestID: "req-1"})
+		first := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "alice", RequestID: "req-1"})
 		if err := s.Append(ctx, first.ID, []Batch{testBatch(first.ID, 0, 2)}); err != nil {
 			t.Fatal(err)
 		}
-		again, created, err := s.CreateStream(ctx, StreamMeta{Kind: KindPersistent, Table: "other", RequestID: "req-1"})
+		again, created, err := s.CreateStream(ctx, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "alice", RequestID: "req-1"})
 		if err != nil || created {
 			t.Fatalf("repeated create: created=%v err=%v", created, err)
 		}
 		if again.ID != first.ID || again.Table != "t" || again.Watermark != 0 || again.Records != 2 {
 			t.Fatalf("repeated create returned %+v, want stream %q at watermark 0", again, first.ID)
 		}
-		other := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", RequestID: "req-2"})
+		other := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "alice", RequestID: "req-2"})
 		if other.ID == first.ID {
 			t.Fatal("a different RequestID returned the same stream")
 		}
+		// A RequestID is scoped to its principal and table.
+		for _, m := range []StreamMeta{
+			{Kind: KindPersistent, Table: "t", Principal: "carol", RequestID: "req-1"},
+			{Kind: KindPersistent, Table: "other", Principal: "alice", RequestID: "req-1"},
+		} {
+			got := mustCreate(t, s, m)
+			if got.ID == first.ID || got.Watermark != -1 || got.Principal != m.Principal || got.Table != m.Table {
+				t.Fatalf("create %+v returned %+v: another scope's stream", m, got)
+			}
+		}
 		streams, err := s.Streams(ctx)
-		if err != nil || len(streams) != 2 {
-			t.Fatalf("Streams = %d, %v; want 2", len(streams), err)
+		if err != nil || len(streams) != 4 {
+			t.Fatalf("Streams = %d, %v; want 4", len(streams), err)
 		}
 	})
 
@@ -445,7 +455,7 @@ func TestStoreBoltReopen(t *testing.T) {
 	}
 	checkRecords(t, s, a.ID, 10, 5)
 	checkRecords(t, s, b.ID, 1, 5)
-	if m, created, err := s.CreateStream(ctx, StreamMeta{Kind: KindPersistent, RequestID: "req"}); err != nil || created || m.ID != a.ID {
+	if m, created, err := s.CreateStream(ctx, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "p", RequestID: "req"}); err != nil || created || m.ID != a.ID {
 		t.Fatalf("idempotent create after reopen: %v %v %v", m.ID, created, err)
 	}
 	if c := mustCreate(t, s, StreamMeta{Kind: KindEphemeral}); c.ID == a.ID {

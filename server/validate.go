@@ -184,39 +184,54 @@ func checkJSON(rec []byte) error {
 }
 
 // checkProto accepts a record that decodes with the stream's message
-// descriptor: required fields present and no field unknown to the
-// descriptor.
+// descriptor: required fields present, no field unknown to the
+// descriptor and no closed (proto2) enum field with a value outside its
+// enum.
 func (s *recordSchema) checkProto(rec []byte) error {
 	m := dynamicpb.NewMessage(s.msg)
 	if err := proto.Unmarshal(rec, m); err != nil {
 		return err
 	}
-	return noUnknown(m)
+	return matchesDescriptor(m)
 }
 
-func noUnknown(m protoreflect.Message) error {
+func matchesDescriptor(m protoreflect.Message) error {
 	if len(m.GetUnknown()) > 0 {
 		return fmt.Errorf("fields unknown to the descriptor in %s", m.Descriptor().FullName())
 	}
 	var err error
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		switch {
-		case fd.IsList() && fd.Message() != nil:
-			l := v.List()
-			for i := 0; i < l.Len() && err == nil; i++ {
-				err = noUnknown(l.Get(i).Message())
-			}
-		case fd.IsMap() && fd.MapValue().Message() != nil:
+		case fd.IsMap():
 			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
-				err = noUnknown(mv.Message())
+				err = checkValue(fd.MapValue(), mv)
 				return err == nil
 			})
-		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
-			err = noUnknown(v.Message())
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = checkValue(fd, l.Get(i))
+			}
+		default:
+			err = checkValue(fd, v)
 		}
 		return err == nil
 	})
 	return err
+}
+
+// checkValue checks one value of field fd (an element, for a list or a
+// map value).
+func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
+	switch {
+	case fd.Message() != nil:
+		return matchesDescriptor(v.Message())
+	case fd.Kind() == protoreflect.EnumKind && fd.Enum().IsClosed():
+		if n := v.Enum(); fd.Enum().Values().ByNumber(n) == nil {
+			return fmt.Errorf("field %s: %d is not a value of the closed enum %s", fd.FullName(), n, fd.Enum().FullName())
+		}
+	}
+	return nil
 }
 
 // records extracts and validates the records of one ingest request. It

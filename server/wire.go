@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"time"
+	"unsafe"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -52,6 +54,7 @@ type clientMsg struct {
 // wire hides the message types of the two stream kinds.
 type wire interface {
 	context() context.Context
+	sendHeader() error
 	recv() (*clientMsg, error)
 	sendCreated(id *string) error
 	sendResumed(watermark *int64) error
@@ -65,7 +68,7 @@ func ingestMsg(r *ingestpb.IngestRecordRequest) *clientMsg {
 	case *ingestpb.IngestRecordRequest_ProtoEncodedRecord:
 		m.recType, m.records = ingestpb.RecordType_PROTO, [][]byte{rec.ProtoEncodedRecord}
 	case *ingestpb.IngestRecordRequest_JsonRecord:
-		m.recType, m.records = ingestpb.RecordType_JSON, [][]byte{[]byte(rec.JsonRecord)}
+		m.recType, m.records = ingestpb.RecordType_JSON, [][]byte{stringBytes(rec.JsonRecord)}
 	}
 	return m
 }
@@ -77,8 +80,10 @@ func batchMsg(r *ingestpb.IngestRecordBatchRequest) *clientMsg {
 		m.recType, m.records = ingestpb.RecordType_PROTO, b.ProtoEncodedBatch.GetRecords()
 	case *ingestpb.IngestRecordBatchRequest_JsonBatch:
 		m.recType = ingestpb.RecordType_JSON
-		for _, s := range b.JsonBatch.GetRecords() {
-			m.records = append(m.records, []byte(s))
+		recs := b.JsonBatch.GetRecords()
+		m.records = make([][]byte, len(recs))
+		for i, s := range recs {
+			m.records[i] = stringBytes(s)
 		}
 	}
 	return m
@@ -92,6 +97,14 @@ func emptyMsg(r proto.Message) *clientMsg {
 	return &clientMsg{kind: msgEmpty}
 }
 
+// stringBytes views a decoded JSON record as bytes without copying it.
+// The records of a request are never modified (Store.Append must not
+// modify them either), which is what makes sharing the string's memory
+// safe.
+func stringBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
 func durationOf(d time.Duration) *durationpb.Duration {
 	return durationpb.New(max(d, 0))
 }
@@ -101,6 +114,8 @@ type ephemeralWire struct {
 }
 
 func (w ephemeralWire) context() context.Context { return w.st.Context() }
+
+func (w ephemeralWire) sendHeader() error { return w.st.SendHeader(metadata.MD{}) }
 
 func (w ephemeralWire) recv() (*clientMsg, error) {
 	r, err := w.st.Recv()
@@ -146,6 +161,8 @@ type persistentWire struct {
 }
 
 func (w persistentWire) context() context.Context { return w.st.Context() }
+
+func (w persistentWire) sendHeader() error { return w.st.SendHeader(metadata.MD{}) }
 
 func (w persistentWire) recv() (*clientMsg, error) {
 	r, err := w.st.Recv()

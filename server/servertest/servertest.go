@@ -7,7 +7,9 @@
 //	stream, err := client.PersistentStream(ts.Context(ctx))
 //
 // The server listens on 127.0.0.1:0, stores into a MemoryStore (or a given
-// Store), accepts one bearer token (Token) that may write one table (Table,
+// Store; or nothing, with AckOnly), compares resent records with the
+// stored ones (server.Options.StrictDuplicates, see LenientDuplicates),
+// accepts one bearer token (Token) that may write one table (Table,
 // DefaultTable unless changed), and stops when the test ends, leaving no
 // goroutine or connection behind.
 package servertest
@@ -48,6 +50,8 @@ type config struct {
 	table      string
 	token      string
 	principals map[string]server.Principal
+	ackOnly    bool
+	lenient    bool
 	tweaks     []func(*server.Options)
 }
 
@@ -69,6 +73,17 @@ func WithPrincipal(token string, p server.Principal) Option {
 	return func(c *config) { c.principals[token] = p }
 }
 
+// AckOnly starts the ack-only engine (server.EngineAckOnly): the handshake,
+// offsets and cumulative acks of the real server, no payload validation,
+// nothing stored. It is the peer for benchmarks of clients. WithStore is
+// ignored with it.
+func AckOnly() Option { return func(c *config) { c.ackOnly = true } }
+
+// LenientDuplicates turns off server.Options.StrictDuplicates, which
+// servertest turns on: a resent offset is then acknowledged without
+// comparing its records with the stored ones.
+func LenientDuplicates() Option { return func(c *config) { c.lenient = true } }
+
 // Open starts the server without authentication.
 func Open() Option { return func(c *config) { c.open = true } }
 
@@ -89,7 +104,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	so := server.Options{Store: cfg.store}
+	so := server.Options{Store: cfg.store, StrictDuplicates: !cfg.lenient}
+	if cfg.ackOnly {
+		so.Store, so.Engine = nil, server.EngineAckOnly
+	}
 	if !cfg.open {
 		tokens := map[string]server.Principal{cfg.token: {Name: "servertest", Tables: []string{cfg.table}}}
 		for tok, p := range cfg.principals {

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"math"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+)
+
+// item is one checked ingest request, or the end of the client's side.
+type item struct {
+	seq   int
+	batch Batch
+	dup   bool  // offset at or below what was already accepted: never written
+	size  int   // bytes counted toward the queue's and the server's bounds
+	taken int64 // bytes taken from the server's budget
+	end   bool
+	err   error // with end: the status ending the call (nil: clean end)
+}
+
+const (
+	maxQueuedItems = 4096
+	maxQueuedBytes = 64 << 20
+	// recordOverhead is counted per record on top of its payload toward
+	// maxQueuedBytes: the slice header that holds it (24 bytes on 64-bit)
+	// and some more, so that a batch of millions of empty records cannot
+	// hide from the bound.
+	recordOverhead = 32
+)
+
+// queue passes items from the receiver to the committer. It is bounded
+// per connection (maxQueuedItems, maxQueuedBytes) and by the server's
+// receive budget, so that a slow store or a spent budget pushes back on
+// the client through gRPC flow control.
+type queue struct {
+	mu     sync.Mutex
+	items  []item
+	bytes  int
+	closed bool
+	ready  chan struct{}
+	space  chan struct{}
+	budget *budget
+}
+
+func (q *queue) init(b *budget) {
+	q.ready = make(chan struct{}, 1)
+	q.space = make(chan struct{}, 1)
+	q.budget = b
+}
+
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// push queues it, waiting for room; false if ctx ended or the queue was
+// closed first (then it holds nothing of the budget).
+func (q *queue) push(ctx context.Context, it item) bool {
+	for !it.end {
+		q.mu.Lock()
+		room := len(q.items) == 0 || (len(q.items) < maxQueuedItems && q.bytes+it.size <= maxQueuedBytes)
+		q.mu.Unlock()
+		if room {
+			break
+		}
+		select {
+		case <-q.space:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if !it.end && q.budget != nil {
+		n, ok := q.budget.acquire(ctx, int64(it.size))
+		if !ok {
+			return false
+		}
+		it.taken = n
+	}
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		q.release([]item{it})
+		return false
+	}
+	q.items = append(q.items, it)
+	q.bytes += it.size
+	q.mu.Unlock()
+	notify(q.ready)
+	return true
+}
+
+// take hands the queued items to the committer, which gives their budget
+// back with release once they are processed.
+func (q *queue) take() []item {
+	q.mu.Lock()
+	items := q.items
+	q.items, q.bytes = nil, 0
+	q.mu.Unlock()
+	notify(q.space)
+	return items
+}
+
+// release gives back the budget taken by items.
+func (q *queue) release(items []item) {
+	if q.budget == nil {
+		return
+	}
+	var n int64
+	for _, it := range items {
+		n += it.taken
+	}
+	q.budget.release(n)
+}
+
+// close refuses further items and releases what is queued.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	items := q.items
+	q.items, q.bytes = nil, 0
+	q.mu.Unlock()
+	q.release(items)
+	notify(q.space)
+}
+
+// receive reads the first message for the handler, waits for the open to
+// succeed, then reads, checks and queues the client's ingest requests
+// until the call ends. It runs in its own goroutine, tracked by Server.wg.
+func (c *conn) receive() {
+	defer c.s.wg.Done()
+	m, err := c.w.recv()
+	c.first <- firstMsg{m, err}
+	if err != nil {
+		return
+	}
+	select {
+	case <-c.opened:
+	case <-c.ctx.Done():
+		return
+	}
+	last := c.watermark // written by the handler before it closed opened
+	n := 0
+	for {
+		m, err := c.w.recv()
+		c.recvN.Add(1)
+		if err != nil {
+			c.q.push(c.ctx, item{end: true, err: recvStatus(err)})
+			return
+		}
+		if m.kind == msgMalformed {
+			c.q.push(c.ctx, item{end: true, err: invalid("%s", m.malformed)})
+			return
+		}
+		if m.kind != msgIngest {
+			c.q.push(c.ctx, item{end: true, err: invalid("%s after the stream was opened", m.kind)})
+			return
+		}
+		n++
+		it, err := c.check(m, &last)
+		if err != nil {
+			c.q.push(c.ctx, item{end: true, err: err})
+			return
+		}
+		it.seq = n
+		if !c.q.push(c.ctx, it) {
+			return
+		}
+	}
+}
+
+// check validates one ingest request against the stream and the offset
+// last accepted on this connection. A duplicate keeps its records only
+// when they will be compared with the stored ones (strict duplicates).
+func (c *conn) check(m *clientMsg, last *int64) (item, error) {
+	if m.offset == nil {
+		return item{}, invalid("ingest request without offset_id")
+	}
+	off := *m.offset
+	switch {
+	case off < 0:
+		return item{}, invalid("offset_id %d is negative", off)
+	case m.recType == ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED:
+		return item{}, invalid("ingest request at offset %d carries no record", off)
+	case m.recType != c.schema.typ:
+		return item{}, invalid("%s record at offset %d on a %s stream", m.recType, off, c.schema.typ)
+	case len(m.records) == 0:
+		return item{}, invalid("empty batch at offset %d", off)
+	}
+	for {
+		cur := c.maxRecv.Load()
+		if off <= cur || c.maxRecv.CompareAndSwap(cur, off) {
+			break
+		}
+	}
+	if off <= *last {
+		it := item{dup: true, batch: Batch{Offset: off}}
+		if c.strictDuplicates() {
+			it.batch.Records, it.size = m.records, recordsSize(m.records)
+		}
+		return it, nil
+	}
+	if *last == math.MaxInt64 || off != *last+1 {
+		return item{}, status.Errorf(codes.OutOfRange, "offset_id %d is not the next expected offset %d", off, *last+1)
+	}
+	if !c.ackOnly {
+		if err := c.schema.check(m.records); err != nil {
+			return item{}, invalid("offset %d: %v", off, err)
+		}
+	}
+	*last = off
+	return item{batch: Batch{Offset: off, Records: m.records}, size: recordsSize(m.records)}, nil
+}
+
+// recordsSize is what a request's records count toward the receive bounds.
+func recordsSize(recs [][]byte) int {
+	size := 0
+	for _, r := range recs {
+		size += len(r) + recordOverhead
+	}
+	return size
+}
+
+// len reports the number of queued items.
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.items)
+}
