@@ -41,7 +41,11 @@ const (
 // OAuthConfig configures an OAuth client-credentials headers provider.
 //
 // Printing an OAuthConfig with any fmt verb, or logging it with log/slog,
-// never shows ClientSecret: it reads "[REDACTED]" when set.
+// never shows ClientSecret: it reads "[REDACTED]" when set. One limit is
+// fmt's: where it cannot call methods, in an unexported field of another
+// struct or for a bad verb such as %p on a value (which go vet reports), it
+// prints the fields itself. Keep an OAuthConfig in exported fields or
+// behind a pointer; an *OAuth is safe everywhere.
 type OAuthConfig struct {
 	// WorkspaceURL is the Databricks workspace (the Unity Catalog
 	// endpoint), e.g. "https://my-workspace.cloud.databricks.com"; the
@@ -275,6 +279,15 @@ func authorizationDetails(p [3]string) string {
 // the printed form of an OAuth or OAuthConfig. An OAuth is safe for
 // concurrent use.
 type OAuth struct {
+	// p holds all state behind a pointer: fmt prints a pointer found in a
+	// field as an address, so even the fallback printing that fmt uses
+	// where it cannot call Format (a bad verb, an unexported field of a
+	// caller's struct) shows neither the secret nor the token.
+	p *oauth
+}
+
+// oauth is the state of an OAuth.
+type oauth struct {
 	cfg      OAuthConfig
 	tokenURL string
 	form     string // the request body, the same for every request
@@ -319,20 +332,22 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	if client == nil {
 		client = &http.Client{Timeout: DefaultOAuthTimeout}
 	}
-	return &OAuth{
+	return &OAuth{p: &oauth{
 		cfg:      cfg,
 		tokenURL: tokenURL,
 		form:     form.Encode(),
 		client:   client,
 		log:      cfg.Logger,
-	}, nil
+	}}, nil
 }
 
 // Headers returns {"authorization": "Bearer <token>"}, minting a token
 // first when none is cached or the cached one is due for refresh. ctx
 // bounds the wait: when it ends first, the error wraps ctx.Err(), and the
 // shared request is canceled once no caller waits for it any more.
-func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
+func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) { return o.p.headers(ctx) }
+
+func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, o.ctxError(err)
 	}
@@ -385,7 +400,9 @@ func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
 // Invalidate drops the cached token, so that the next Headers call mints a
 // new one. Call it after the server rejected the token. A request already
 // in flight is not affected.
-func (o *OAuth) Invalidate() {
+func (o *OAuth) Invalidate() { o.p.invalidate() }
+
+func (o *oauth) invalidate() {
 	o.mu.Lock()
 	o.token, o.expiry, o.refreshAt = "", time.Time{}, time.Time{}
 	o.mu.Unlock()
@@ -396,7 +413,7 @@ func (o *OAuth) String() string {
 	if o == nil {
 		return "OAuth(nil)"
 	}
-	return "OAuth{" + o.cfg.String() + "}"
+	return "OAuth{" + o.p.cfg.String() + "}"
 }
 
 // GoString is like String; it never shows the secret or the token.
@@ -404,7 +421,7 @@ func (o *OAuth) GoString() string {
 	if o == nil {
 		return "(*grpcio.OAuth)(nil)"
 	}
-	return "&grpcio.OAuth{cfg:" + o.cfg.GoString() + "}"
+	return "&grpcio.OAuth{cfg:" + o.p.cfg.GoString() + "}"
 }
 
 // Format implements fmt.Formatter: every verb prints the redacted form.
@@ -415,7 +432,7 @@ func (o *OAuth) LogValue() slog.Value {
 	if o == nil {
 		return slog.StringValue("OAuth(nil)")
 	}
-	return o.cfg.LogValue()
+	return o.p.cfg.LogValue()
 }
 
 func bearer(token string) map[string]string {
@@ -423,7 +440,7 @@ func bearer(token string) map[string]string {
 }
 
 // ctxError wraps the end of a caller's ctx.
-func (o *OAuth) ctxError(err error) error {
+func (o *oauth) ctxError(err error) error {
 	code := core.CodeCanceled
 	if errors.Is(err, context.DeadlineExceeded) {
 		code = core.CodeDeadlineExceeded
@@ -435,7 +452,7 @@ func (o *OAuth) ctxError(err error) error {
 // before it ends. It runs on its own goroutine, under a context that keeps
 // ctx's values but not its cancellation: it is canceled only when every
 // caller has stopped waiting.
-func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
+func (o *oauth) startLocked(ctx context.Context) *tokenFlight {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &tokenFlight{done: make(chan struct{}), cancel: cancel}
 	o.flight = f
@@ -443,6 +460,11 @@ func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
 		defer cancel()
 		start := time.Now()
 		tok, lifetime, err := o.mint(fctx)
+		if err == nil && o.log != nil {
+			o.log.LogAttrs(fctx, slog.LevelDebug, "zbstream: OAuth token minted",
+				slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
+				slog.Duration("lifetime", lifetime))
+		}
 		o.mu.Lock()
 		if o.flight == f {
 			o.flight = nil
@@ -455,17 +477,12 @@ func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
 		f.token, f.err = tok, err
 		close(f.done)
 		o.mu.Unlock()
-		if err == nil && o.log != nil {
-			o.log.LogAttrs(fctx, slog.LevelDebug, "zbstream: OAuth token minted",
-				slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
-				slog.Duration("lifetime", lifetime))
-		}
 	}()
 	return f
 }
 
 // margin is how long before expiry a token of this lifetime is replaced.
-func (o *OAuth) margin(lifetime time.Duration) time.Duration {
+func (o *oauth) margin(lifetime time.Duration) time.Duration {
 	m := o.cfg.RefreshBefore
 	if m == 0 {
 		m = min(maxRefreshMargin, lifetime/10)
@@ -485,7 +502,7 @@ type tokenResponse struct {
 // mint performs one token request. lifetime is 0 when the answer gave no
 // usable expires_in: the token then serves the callers of this request
 // only, and is not cached.
-func (o *OAuth) mint(ctx context.Context) (token string, lifetime time.Duration, err error) {
+func (o *oauth) mint(ctx context.Context) (token string, lifetime time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.tokenURL, strings.NewReader(o.form))
 	if err != nil { // the URL was validated; only a broken ctx gets here
 		return "", 0, o.fail(core.CodeUnavailable, 0, "", "", err)
@@ -558,7 +575,7 @@ func parseExpiresIn(raw json.RawMessage) (time.Duration, error) {
 
 // fail builds the error of a failed token request, with anything the server
 // echoed scrubbed of the secret.
-func (o *OAuth) fail(code core.Code, status int, oauthCode, desc string, cause error) error {
+func (o *oauth) fail(code core.Code, status int, oauthCode, desc string, cause error) error {
 	return &core.ConnectionError{Code: code, Err: &TokenError{
 		URL:         o.tokenURL,
 		StatusCode:  status,
@@ -570,7 +587,7 @@ func (o *OAuth) fail(code core.Code, status int, oauthCode, desc string, cause e
 
 // scrub removes the secret and the Basic credentials from text the token
 // endpoint sent back.
-func (o *OAuth) scrub(s string) string {
+func (o *oauth) scrub(s string) string {
 	if s == "" {
 		return s
 	}
