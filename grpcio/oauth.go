@@ -30,7 +30,7 @@ const (
 	// HTTPClient (the context given to Headers bounds it as well).
 	DefaultOAuthTimeout = 30 * time.Second
 
-	redacted = "[REDACTED]"
+	redactedMark = "[REDACTED]"
 
 	maxRefreshMargin = 5 * time.Minute
 	maxTokenLifetime = 24 * time.Hour
@@ -79,29 +79,29 @@ type OAuthConfig struct {
 	Logger *slog.Logger
 }
 
-// String describes the configuration with ClientSecret redacted.
+// String describes the configuration with ClientSecret redactedMark.
 func (c OAuthConfig) String() string {
 	return fmt.Sprintf("OAuthConfig{WorkspaceURL: %s, ClientID: %s, ClientSecret: %s, Table: %s, WorkspaceID: %s, RefreshBefore: %v, HTTPClient: %s}",
-		redactURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, c.RefreshBefore, setOrNil(c.HTTPClient != nil))
+		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, c.RefreshBefore, shownSet(c.HTTPClient != nil))
 }
 
-// GoString is like String in Go syntax, with ClientSecret redacted.
+// GoString is like String in Go syntax, with ClientSecret redactedMark.
 func (c OAuthConfig) GoString() string {
 	return fmt.Sprintf("grpcio.OAuthConfig{WorkspaceURL:%q, ClientID:%q, ClientSecret:%q, Table:%q, WorkspaceID:%q, RefreshBefore:%d, HTTPClient:%s, Logger:%s}",
-		redactURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, int64(c.RefreshBefore),
-		ptrShown(c.HTTPClient != nil, "*http.Client"), ptrShown(c.Logger != nil, "*slog.Logger"))
+		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, int64(c.RefreshBefore),
+		shownPtr(c.HTTPClient != nil, "*http.Client"), shownPtr(c.Logger != nil, "*slog.Logger"))
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %#v, %s,
-// %q, %x, %d, ...) prints the redacted form, never the secret.
+// %q, %x, %d, ...) prints the redactedMark form, never the secret.
 func (c OAuthConfig) Format(f fmt.State, verb rune) {
 	formatRedacted(f, verb, c.String(), c.GoString())
 }
 
-// LogValue implements slog.LogValuer, with ClientSecret redacted.
+// LogValue implements slog.LogValuer, with ClientSecret redactedMark.
 func (c OAuthConfig) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("workspace_url", redactURL(c.WorkspaceURL)),
+		slog.String("workspace_url", redactWorkspaceURL(c.WorkspaceURL)),
 		slog.String("client_id", c.ClientID),
 		slog.String("client_secret", c.secretShown()),
 		slog.String("table", c.Table),
@@ -114,17 +114,17 @@ func (c OAuthConfig) secretShown() string {
 	if c.ClientSecret == "" {
 		return ""
 	}
-	return redacted
+	return redactedMark
 }
 
-func setOrNil(set bool) string {
+func shownSet(set bool) string {
 	if set {
 		return "set"
 	}
 	return "nil"
 }
 
-func ptrShown(set bool, typ string) string {
+func shownPtr(set bool, typ string) string {
 	if set {
 		return "(" + typ + ")(set)"
 	}
@@ -144,9 +144,9 @@ func formatRedacted(f fmt.State, verb rune, s, gs string) {
 	}
 }
 
-// redactURL returns raw with any password replaced, or a placeholder when
+// redactWorkspaceURL returns raw with any password replaced, or a placeholder when
 // it does not parse (the unparsed text might hold credentials).
-func redactURL(raw string) string {
+func redactWorkspaceURL(raw string) string {
 	if raw == "" {
 		return ""
 	}
@@ -197,13 +197,13 @@ func (c *OAuthConfig) validate() (tokenURL string, parts [3]string, err error) {
 	case perr != nil:
 		return "", parts, bad("WorkspaceURL", "is not a valid URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", parts, bad("WorkspaceURL", "must be an http or https URL, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must be an http or https URL, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	case u.Host == "" || u.Hostname() == "":
-		return "", parts, bad("WorkspaceURL", "must have a host, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must have a host, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	case u.User != nil:
 		return "", parts, bad("WorkspaceURL", "must not hold user info (pass ClientID and ClientSecret instead)")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", parts, bad("WorkspaceURL", "must not have a query or fragment, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must not have a query or fragment, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	}
 	if c.ClientID == "" {
 		return "", parts, bad("ClientID", "is required")
@@ -355,7 +355,7 @@ func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 	if o.token != "" && time.Now().Before(o.refreshAt) {
 		tok := o.token
 		o.mu.Unlock()
-		return bearer(tok), nil
+		return bearerHeader(tok), nil
 	}
 	f := o.flight
 	if f == nil {
@@ -379,7 +379,7 @@ func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 		return nil, o.ctxError(ctx.Err())
 	}
 	if f.err == nil {
-		return bearer(f.token), nil
+		return bearerHeader(f.token), nil
 	}
 	o.mu.Lock()
 	tok, expiry := o.token, o.expiry
@@ -391,7 +391,7 @@ func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 					slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
 					slog.Duration("valid_for", left), slog.Any("error", f.err))
 			}
-			return bearer(tok), nil
+			return bearerHeader(tok), nil
 		}
 	}
 	return nil, f.err
@@ -424,10 +424,10 @@ func (o *OAuth) GoString() string {
 	return "&grpcio.OAuth{cfg:" + o.p.cfg.GoString() + "}"
 }
 
-// Format implements fmt.Formatter: every verb prints the redacted form.
+// Format implements fmt.Formatter: every verb prints the redactedMark form.
 func (o *OAuth) Format(f fmt.State, verb rune) { formatRedacted(f, verb, o.String(), o.GoString()) }
 
-// LogValue implements slog.LogValuer: the configuration, redacted.
+// LogValue implements slog.LogValuer: the configuration, redactedMark.
 func (o *OAuth) LogValue() slog.Value {
 	if o == nil {
 		return slog.StringValue("OAuth(nil)")
@@ -435,7 +435,7 @@ func (o *OAuth) LogValue() slog.Value {
 	return o.p.cfg.LogValue()
 }
 
-func bearer(token string) map[string]string {
+func bearerHeader(token string) map[string]string {
 	return map[string]string{HeaderAuthorization: "Bearer " + token}
 }
 
@@ -541,7 +541,7 @@ func (o *oauth) mint(ctx context.Context) (token string, lifetime time.Duration,
 	case tr.AccessToken == "":
 		return "", 0, o.fail(core.CodeUnavailable, resp.StatusCode, tr.Error, tr.ErrorDescription, errors.New("the answer has no access_token"))
 	case tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer"):
-		return "", 0, o.fail(core.CodeUnauthenticated, resp.StatusCode, "", "", fmt.Errorf("unsupported token_type %q", truncate(tr.TokenType)))
+		return "", 0, o.fail(core.CodeUnauthenticated, resp.StatusCode, "", "", fmt.Errorf("unsupported token_type %q", sanitizeEcho(tr.TokenType)))
 	}
 	lifetime, err = parseExpiresIn(tr.ExpiresIn)
 	if err != nil {
@@ -562,7 +562,7 @@ func parseExpiresIn(raw json.RawMessage) (time.Duration, error) {
 	}
 	secs, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("expires_in is not a number: %q", truncate(s))
+		return 0, fmt.Errorf("expires_in is not a number: %q", sanitizeEcho(s))
 	}
 	if !(secs > 0) { // also NaN
 		return 0, nil
@@ -579,8 +579,8 @@ func (o *oauth) fail(code core.Code, status int, oauthCode, desc string, cause e
 	return &core.ConnectionError{Code: code, Err: &TokenError{
 		URL:         o.tokenURL,
 		StatusCode:  status,
-		OAuthError:  truncate(o.scrub(oauthCode)),
-		Description: truncate(o.scrub(desc)),
+		OAuthError:  sanitizeEcho(o.scrub(oauthCode)),
+		Description: sanitizeEcho(o.scrub(desc)),
 		Err:         cause,
 	}}
 }
@@ -592,13 +592,13 @@ func (o *oauth) scrub(s string) string {
 		return s
 	}
 	basic := base64.StdEncoding.EncodeToString([]byte(o.cfg.ClientID + ":" + o.cfg.ClientSecret))
-	s = strings.ReplaceAll(s, basic, redacted)
-	return strings.ReplaceAll(s, o.cfg.ClientSecret, redacted)
+	s = strings.ReplaceAll(s, basic, redactedMark)
+	return strings.ReplaceAll(s, o.cfg.ClientSecret, redactedMark)
 }
 
-// truncate shortens s to at most maxDescription bytes, on a rune boundary,
+// sanitizeEcho shortens s to at most maxDescription bytes, on a rune boundary,
 // and replaces control characters.
-func truncate(s string) string {
+func sanitizeEcho(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '

@@ -25,27 +25,27 @@ import (
 )
 
 const (
-	testID     = "sp-client-id"
-	testSecret = "s3cr3t-Sh0uld-N3v3r-Appear"
-	testTable  = "main.sales.orders"
+	oauthTestID     = "sp-client-id"
+	oauthTestSecret = "s3cr3t-Sh0uld-N3v3r-Appear"
+	oauthTestTable  = "main.sales.orders"
 )
 
-// tokenJSON is a successful token answer.
-func tokenJSON(token string, expiresIn int) string {
+// tokenAnswer is a successful token answer.
+func tokenAnswer(token string, expiresIn int) string {
 	return fmt.Sprintf(`{"access_token":%q,"token_type":"Bearer","expires_in":%d,"scope":"all-apis"}`, token, expiresIn)
 }
 
-// fakeEndpoint is an in-memory token endpoint, an http.RoundTripper, for
+// fakeTokenEndpoint is an in-memory token endpoint, an http.RoundTripper, for
 // the tests that run in a synctest bubble (a real httptest server does
 // network I/O, which is not durably blocking there). respond is called for
 // each request, numbered from 1.
-type fakeEndpoint struct {
+type fakeTokenEndpoint struct {
 	mu      sync.Mutex
 	n       int
 	respond func(n int, req *http.Request) (status int, body string, err error)
 }
 
-func (f *fakeEndpoint) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f *fakeTokenEndpoint) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
 		_ = req.Body.Close()
@@ -66,30 +66,30 @@ func (f *fakeEndpoint) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func (f *fakeEndpoint) requests() int {
+func (f *fakeTokenEndpoint) requests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.n
 }
 
-// tokens answers request n with token "tok-n" valid for expiresIn seconds.
-func tokens(expiresIn int) func(int, *http.Request) (int, string, error) {
+// mintTokens answers request n with token "tok-n" valid for expiresIn seconds.
+func mintTokens(expiresIn int) func(int, *http.Request) (int, string, error) {
 	return func(n int, _ *http.Request) (int, string, error) {
-		return http.StatusOK, tokenJSON(fmt.Sprintf("tok-%d", n), expiresIn), nil
+		return http.StatusOK, tokenAnswer(fmt.Sprintf("tok-%d", n), expiresIn), nil
 	}
 }
 
-func testConfig(rt http.RoundTripper) grpcio.OAuthConfig {
+func oauthTestConfig(rt http.RoundTripper) grpcio.OAuthConfig {
 	return grpcio.OAuthConfig{
 		WorkspaceURL: "https://example.cloud.databricks.com",
-		ClientID:     testID,
-		ClientSecret: testSecret,
-		Table:        testTable,
+		ClientID:     oauthTestID,
+		ClientSecret: oauthTestSecret,
+		Table:        oauthTestTable,
 		HTTPClient:   &http.Client{Transport: rt},
 	}
 }
 
-func newOAuth(t *testing.T, cfg grpcio.OAuthConfig) *grpcio.OAuth {
+func mustOAuth(t *testing.T, cfg grpcio.OAuthConfig) *grpcio.OAuth {
 	t.Helper()
 	o, err := grpcio.NewOAuth(cfg)
 	if err != nil {
@@ -113,9 +113,9 @@ func wantToken(t *testing.T, o *grpcio.OAuth, want string) {
 	}
 }
 
-// wantCode checks that err wraps a *core.ConnectionError with code and a
+// wantTokenError checks that err wraps a *core.ConnectionError with code and a
 // *grpcio.TokenError, and returns the latter.
-func wantCode(t *testing.T, err error, code core.Code) *grpcio.TokenError {
+func wantTokenError(t *testing.T, err error, code core.Code) *grpcio.TokenError {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want %v", code)
@@ -135,8 +135,8 @@ func wantCode(t *testing.T, err error, code core.Code) *grpcio.TokenError {
 // noSecrets fails if s holds the secret, the Basic credentials or a token.
 func noSecrets(t *testing.T, s string, tokens ...string) {
 	t.Helper()
-	basic := base64.StdEncoding.EncodeToString([]byte(testID + ":" + testSecret))
-	for _, bad := range append([]string{testSecret, basic}, tokens...) {
+	basic := base64.StdEncoding.EncodeToString([]byte(oauthTestID + ":" + oauthTestSecret))
+	for _, bad := range append([]string{oauthTestSecret, basic}, tokens...) {
 		if strings.Contains(s, bad) {
 			t.Fatalf("output leaks %q:\n%s", bad, s)
 		}
@@ -169,19 +169,19 @@ func TestOAuthWireRequest(t *testing.T) {
 				}
 				got.form = r.PostForm
 				w.Header().Set("Content-Type", "application/json")
-				_, _ = io.WriteString(w, tokenJSON("wire-token", 3600))
+				_, _ = io.WriteString(w, tokenAnswer("wire-token", 3600))
 			}))
 			defer srv.Close()
 
 			cfg := grpcio.OAuthConfig{
 				WorkspaceURL: srv.URL + "/", // a trailing slash is dropped
-				ClientID:     testID,
-				ClientSecret: testSecret,
+				ClientID:     oauthTestID,
+				ClientSecret: oauthTestSecret,
 				Table:        "cat.sch.tbl",
 				WorkspaceID:  tc.workspaceID,
 				HTTPClient:   srv.Client(),
 			}
-			o := newOAuth(t, cfg)
+			o := mustOAuth(t, cfg)
 			wantToken(t, o, "wire-token")
 			if n := calls.Load(); n != 1 {
 				t.Fatalf("%d requests, want 1", n)
@@ -192,7 +192,7 @@ func TestOAuthWireRequest(t *testing.T) {
 			if got.contentType != "application/x-www-form-urlencoded" {
 				t.Errorf("Content-Type %q", got.contentType)
 			}
-			if !got.basicOK || got.user != testID || got.pass != testSecret {
+			if !got.basicOK || got.user != oauthTestID || got.pass != oauthTestSecret {
 				t.Errorf("Basic auth (%q, %q, %v), want the client id and secret", got.user, got.pass, got.basicOK)
 			}
 			wantKeys := []string{"authorization_details", "grant_type", "scope"}
@@ -206,7 +206,7 @@ func TestOAuthWireRequest(t *testing.T) {
 					t.Errorf("form field %s has %d values", k, len(v))
 				}
 			}
-			if !sameSet(keys, wantKeys) {
+			if !sameStrings(keys, wantKeys) {
 				t.Errorf("form fields %v, want %v", keys, wantKeys)
 			}
 			if g := got.form.Get("grant_type"); g != "client_credentials" {
@@ -242,7 +242,7 @@ func TestOAuthWireRequest(t *testing.T) {
 	}
 }
 
-func sameSet(a, b []string) bool {
+func sameStrings(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -262,8 +262,8 @@ func sameSet(a, b []string) bool {
 // request, and each call gets its own map.
 func TestOAuthCaches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ep := &fakeEndpoint{respond: tokens(3600)}
-		o := newOAuth(t, testConfig(ep))
+		ep := &fakeTokenEndpoint{respond: mintTokens(3600)}
+		o := mustOAuth(t, oauthTestConfig(ep))
 		for range 100 {
 			wantToken(t, o, "tok-1")
 			time.Sleep(30 * time.Second) // 50 minutes in all: still fresh
@@ -294,10 +294,10 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ep := &fakeEndpoint{respond: tokens(tc.expiresIn)}
-				cfg := testConfig(ep)
+				ep := &fakeTokenEndpoint{respond: mintTokens(tc.expiresIn)}
+				cfg := oauthTestConfig(ep)
 				cfg.RefreshBefore = tc.refreshBefore
-				o := newOAuth(t, cfg)
+				o := mustOAuth(t, cfg)
 				wantToken(t, o, "tok-1")
 				refreshAt := time.Duration(tc.expiresIn)*time.Second - tc.wantMargin
 				time.Sleep(refreshAt - time.Second)
@@ -322,11 +322,11 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 func TestOAuthSingleFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		ep := &fakeEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
+		ep := &fakeTokenEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
 			<-release
-			return http.StatusOK, tokenJSON(fmt.Sprintf("tok-%d", n), 3600), nil
+			return http.StatusOK, tokenAnswer(fmt.Sprintf("tok-%d", n), 3600), nil
 		}}
-		o := newOAuth(t, testConfig(ep))
+		o := mustOAuth(t, oauthTestConfig(ep))
 		const callers = 50
 		round := func(want string) {
 			var wg sync.WaitGroup
@@ -355,16 +355,16 @@ func TestOAuthSingleFlight(t *testing.T) {
 func TestOAuthRefreshFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fail atomic.Bool
-		ep := &fakeEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
+		ep := &fakeTokenEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
 			if fail.Load() {
 				return http.StatusServiceUnavailable, `{"error":"temporarily_unavailable"}`, nil
 			}
-			return http.StatusOK, tokenJSON(fmt.Sprintf("tok-%d", n), 3600), nil
+			return http.StatusOK, tokenAnswer(fmt.Sprintf("tok-%d", n), 3600), nil
 		}}
 		var logs bytes.Buffer
-		cfg := testConfig(ep)
+		cfg := oauthTestConfig(ep)
 		cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		o := newOAuth(t, cfg)
+		o := mustOAuth(t, cfg)
 		wantToken(t, o, "tok-1")
 
 		fail.Store(true)
@@ -377,7 +377,7 @@ func TestOAuthRefreshFailure(t *testing.T) {
 		}
 		time.Sleep(time.Minute) // expired
 		_, err := o.Headers(t.Context())
-		te := wantCode(t, err, core.CodeUnavailable)
+		te := wantTokenError(t, err, core.CodeUnavailable)
 		if te.StatusCode != http.StatusServiceUnavailable || te.OAuthError != "temporarily_unavailable" {
 			t.Fatalf("TokenError %+v", te)
 		}
@@ -416,10 +416,10 @@ func TestOAuthEndpointErrors(t *testing.T) {
 		{"200 other token type", 200, `{"access_token":"x","token_type":"MAC","expires_in":3600}`, nil, core.CodeUnauthenticated},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ep := &fakeEndpoint{respond: func(int, *http.Request) (int, string, error) { return tc.status, tc.body, tc.err }}
-			o := newOAuth(t, testConfig(ep))
+			ep := &fakeTokenEndpoint{respond: func(int, *http.Request) (int, string, error) { return tc.status, tc.body, tc.err }}
+			o := mustOAuth(t, oauthTestConfig(ep))
 			_, err := o.Headers(t.Context())
-			te := wantCode(t, err, tc.want)
+			te := wantTokenError(t, err, tc.want)
 			if te.StatusCode != tc.status {
 				t.Errorf("TokenError.StatusCode %d, want %d", te.StatusCode, tc.status)
 			}
@@ -446,15 +446,15 @@ func TestOAuthRejectedOverHTTP(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		_ = json.NewEncoder(w).Encode(map[string]string{
 			"error":             "invalid_client",
-			"error_description": "bad credentials: " + r.Header.Get("Authorization") + " secret=" + testSecret,
+			"error_description": "bad credentials: " + r.Header.Get("Authorization") + " secret=" + oauthTestSecret,
 		})
 	}))
 	defer srv.Close()
-	cfg := testConfig(nil)
+	cfg := oauthTestConfig(nil)
 	cfg.WorkspaceURL, cfg.HTTPClient = srv.URL, srv.Client()
-	o := newOAuth(t, cfg)
+	o := mustOAuth(t, cfg)
 	_, err := o.Headers(t.Context())
-	te := wantCode(t, err, core.CodeUnauthenticated)
+	te := wantTokenError(t, err, core.CodeUnauthenticated)
 	if te.StatusCode != 401 || te.OAuthError != "invalid_client" || !strings.Contains(te.Description, "[REDACTED]") {
 		t.Fatalf("TokenError %+v", te)
 	}
@@ -466,13 +466,13 @@ func TestOAuthRejectedOverHTTP(t *testing.T) {
 func TestOAuthInvalidate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var fail atomic.Bool
-		ep := &fakeEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
+		ep := &fakeTokenEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
 			if fail.Load() {
 				return http.StatusUnauthorized, `{"error":"invalid_client"}`, nil
 			}
-			return http.StatusOK, tokenJSON(fmt.Sprintf("tok-%d", n), 3600), nil
+			return http.StatusOK, tokenAnswer(fmt.Sprintf("tok-%d", n), 3600), nil
 		}}
-		o := newOAuth(t, testConfig(ep))
+		o := mustOAuth(t, oauthTestConfig(ep))
 		wantToken(t, o, "tok-1")
 		wantToken(t, o, "tok-1")
 		o.Invalidate()
@@ -484,7 +484,7 @@ func TestOAuthInvalidate(t *testing.T) {
 		o.Invalidate()
 		fail.Store(true)
 		_, err := o.Headers(t.Context())
-		wantCode(t, err, core.CodeUnauthenticated)
+		wantTokenError(t, err, core.CodeUnauthenticated)
 	})
 }
 
@@ -492,10 +492,10 @@ func TestOAuthInvalidate(t *testing.T) {
 // callers but is not cached.
 func TestOAuthNoExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ep := &fakeEndpoint{respond: func(n int, _ *http.Request) (int, string, error) {
+		ep := &fakeTokenEndpoint{respond: func(n int, _ *http.Request) (int, string, error) {
 			return http.StatusOK, fmt.Sprintf(`{"access_token":"tok-%d","token_type":"bearer"}`, n), nil
 		}}
-		o := newOAuth(t, testConfig(ep))
+		o := mustOAuth(t, oauthTestConfig(ep))
 		wantToken(t, o, "tok-1")
 		wantToken(t, o, "tok-2")
 	})
@@ -504,10 +504,10 @@ func TestOAuthNoExpiry(t *testing.T) {
 // TestOAuthExpiresInQuoted: expires_in as a quoted number is accepted.
 func TestOAuthExpiresInQuoted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ep := &fakeEndpoint{respond: func(n int, _ *http.Request) (int, string, error) {
+		ep := &fakeTokenEndpoint{respond: func(n int, _ *http.Request) (int, string, error) {
 			return http.StatusOK, fmt.Sprintf(`{"access_token":"tok-%d","expires_in":"600"}`, n), nil
 		}}
-		o := newOAuth(t, testConfig(ep))
+		o := mustOAuth(t, oauthTestConfig(ep))
 		wantToken(t, o, "tok-1")
 		time.Sleep(8 * time.Minute)
 		wantToken(t, o, "tok-1")
@@ -522,12 +522,12 @@ func TestOAuthExpiresInQuoted(t *testing.T) {
 // nobody waits for it.
 func TestOAuthContext(t *testing.T) {
 	t.Run("already canceled", func(t *testing.T) {
-		ep := &fakeEndpoint{respond: tokens(3600)}
-		o := newOAuth(t, testConfig(ep))
+		ep := &fakeTokenEndpoint{respond: mintTokens(3600)}
+		o := mustOAuth(t, oauthTestConfig(ep))
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		_, err := o.Headers(ctx)
-		wantCode(t, err, core.CodeCanceled)
+		wantTokenError(t, err, core.CodeCanceled)
 		if !errors.Is(err, context.Canceled) || ep.requests() != 0 {
 			t.Fatalf("error %v, %d requests", err, ep.requests())
 		}
@@ -536,16 +536,16 @@ func TestOAuthContext(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			canceled := make(chan struct{})
 			release := make(chan struct{})
-			ep := &fakeEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
+			ep := &fakeTokenEndpoint{respond: func(n int, req *http.Request) (int, string, error) {
 				select {
 				case <-req.Context().Done():
 					close(canceled)
 					return 0, "", req.Context().Err()
 				case <-release:
-					return http.StatusOK, tokenJSON(fmt.Sprintf("tok-%d", n), 3600), nil
+					return http.StatusOK, tokenAnswer(fmt.Sprintf("tok-%d", n), 3600), nil
 				}
 			}}
-			o := newOAuth(t, testConfig(ep))
+			o := mustOAuth(t, oauthTestConfig(ep))
 			patient := make(chan error, 1)
 			pctx, pcancel := context.WithCancel(t.Context())
 			go func() {
@@ -555,7 +555,7 @@ func TestOAuthContext(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			_, err := o.Headers(ctx)
-			wantCode(t, err, core.CodeDeadlineExceeded)
+			wantTokenError(t, err, core.CodeDeadlineExceeded)
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("error %v does not wrap context.DeadlineExceeded", err)
 			}
@@ -567,7 +567,7 @@ func TestOAuthContext(t *testing.T) {
 			default:
 			}
 			pcancel()
-			wantCode(t, <-patient, core.CodeCanceled)
+			wantTokenError(t, <-patient, core.CodeCanceled)
 			<-canceled // nobody waits: the request was canceled
 			if n := ep.requests(); n != 1 {
 				t.Fatalf("%d requests, want 1", n)
@@ -582,7 +582,7 @@ func TestOAuthContext(t *testing.T) {
 // TestOAuthConfigValidation: every invalid field is a *core.ConfigError
 // naming it, and no reason quotes the secret.
 func TestOAuthConfigValidation(t *testing.T) {
-	ok := testConfig(nil)
+	ok := oauthTestConfig(nil)
 	if _, err := grpcio.NewOAuth(ok); err != nil {
 		t.Fatalf("valid config: %v", err)
 	}
@@ -596,7 +596,7 @@ func TestOAuthConfigValidation(t *testing.T) {
 		{"no scheme", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "example.com" }, "WorkspaceURL"},
 		{"ftp", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "ftp://example.com" }, "WorkspaceURL"},
 		{"no host", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "https:///path" }, "WorkspaceURL"},
-		{"user info", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "https://u:" + testSecret + "@example.com" }, "WorkspaceURL"},
+		{"user info", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "https://u:" + oauthTestSecret + "@example.com" }, "WorkspaceURL"},
 		{"query", func(c *grpcio.OAuthConfig) { c.WorkspaceURL = "https://example.com/?a=b" }, "WorkspaceURL"},
 		{"no client id", func(c *grpcio.OAuthConfig) { c.ClientID = "" }, "ClientID"},
 		{"no secret", func(c *grpcio.OAuthConfig) { c.ClientSecret = "" }, "ClientSecret"},
@@ -628,10 +628,10 @@ func TestOAuthConfigValidation(t *testing.T) {
 // TestOAuthNoSecretInOutput: the config and the provider, printed with
 // every verb, nested, and logged, never show the secret or the token.
 func TestOAuthNoSecretInOutput(t *testing.T) {
-	ep := &fakeEndpoint{respond: tokens(3600)}
-	cfg := testConfig(ep)
-	cfg.WorkspaceURL = "https://user:" + testSecret + "@example.com" // invalid, but printable
-	o := newOAuth(t, testConfig(ep))
+	ep := &fakeTokenEndpoint{respond: mintTokens(3600)}
+	cfg := oauthTestConfig(ep)
+	cfg.WorkspaceURL = "https://user:" + oauthTestSecret + "@example.com" // invalid, but printable
+	o := mustOAuth(t, oauthTestConfig(ep))
 	wantToken(t, o, "tok-1")
 
 	type holder struct {
@@ -663,7 +663,7 @@ func TestOAuthNoSecretInOutput(t *testing.T) {
 	out.WriteString(logs.String())
 	s := out.String()
 	noSecrets(t, s, "tok-1")
-	if !strings.Contains(s, "[REDACTED]") || !strings.Contains(s, testID) || !strings.Contains(s, testTable) {
+	if !strings.Contains(s, "[REDACTED]") || !strings.Contains(s, oauthTestID) || !strings.Contains(s, oauthTestTable) {
 		t.Fatalf("output lacks the redacted marker or the non-secret fields:\n%s", s)
 	}
 }
