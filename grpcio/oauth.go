@@ -79,13 +79,13 @@ type OAuthConfig struct {
 	Logger *slog.Logger
 }
 
-// String describes the configuration with ClientSecret redactedMark.
+// String describes the configuration with ClientSecret redacted.
 func (c OAuthConfig) String() string {
 	return fmt.Sprintf("OAuthConfig{WorkspaceURL: %s, ClientID: %s, ClientSecret: %s, Table: %s, WorkspaceID: %s, RefreshBefore: %v, HTTPClient: %s}",
 		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, c.RefreshBefore, shownSet(c.HTTPClient != nil))
 }
 
-// GoString is like String in Go syntax, with ClientSecret redactedMark.
+// GoString is like String in Go syntax, with ClientSecret redacted.
 func (c OAuthConfig) GoString() string {
 	return fmt.Sprintf("grpcio.OAuthConfig{WorkspaceURL:%q, ClientID:%q, ClientSecret:%q, Table:%q, WorkspaceID:%q, RefreshBefore:%d, HTTPClient:%s, Logger:%s}",
 		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, int64(c.RefreshBefore),
@@ -93,12 +93,12 @@ func (c OAuthConfig) GoString() string {
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %#v, %s,
-// %q, %x, %d, ...) prints the redactedMark form, never the secret.
+// %q, %x, %d, ...) prints the redacted form, never the secret.
 func (c OAuthConfig) Format(f fmt.State, verb rune) {
 	formatRedacted(f, verb, c.String(), c.GoString())
 }
 
-// LogValue implements slog.LogValuer, with ClientSecret redactedMark.
+// LogValue implements slog.LogValuer, with ClientSecret redacted.
 func (c OAuthConfig) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("workspace_url", redactWorkspaceURL(c.WorkspaceURL)),
@@ -144,8 +144,8 @@ func formatRedacted(f fmt.State, verb rune, s, gs string) {
 	}
 }
 
-// redactWorkspaceURL returns raw with any password replaced, or a placeholder when
-// it does not parse (the unparsed text might hold credentials).
+// redactWorkspaceURL returns raw with any user info replaced, or a
+// placeholder when it does not parse (the text might hold credentials).
 func redactWorkspaceURL(raw string) string {
 	if raw == "" {
 		return ""
@@ -277,7 +277,7 @@ func authorizationDetails(p [3]string) string {
 //
 // Neither the secret nor a token ever appears in an error, a log record or
 // the printed form of an OAuth or OAuthConfig. An OAuth is safe for
-// concurrent use.
+// concurrent use. The zero OAuth is not usable: create one with NewOAuth.
 type OAuth struct {
 	// p holds all state behind a pointer: fmt prints a pointer found in a
 	// field as an address, so even the fallback printing that fmt uses
@@ -345,7 +345,14 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 // first when none is cached or the cached one is due for refresh. ctx
 // bounds the wait: when it ends first, the error wraps ctx.Err(), and the
 // shared request is canceled once no caller waits for it any more.
-func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) { return o.p.headers(ctx) }
+func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
+	if o == nil || o.p == nil {
+		return nil, &core.ConnectionError{Code: core.CodeUnauthenticated, Err: errNoOAuth}
+	}
+	return o.p.headers(ctx)
+}
+
+var errNoOAuth = errors.New("zbstream: OAuth provider not created with NewOAuth")
 
 func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 	if err := ctx.Err(); err != nil {
@@ -400,7 +407,11 @@ func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 // Invalidate drops the cached token, so that the next Headers call mints a
 // new one. Call it after the server rejected the token. A request already
 // in flight is not affected.
-func (o *OAuth) Invalidate() { o.p.invalidate() }
+func (o *OAuth) Invalidate() {
+	if o != nil && o.p != nil {
+		o.p.invalidate()
+	}
+}
 
 func (o *oauth) invalidate() {
 	o.mu.Lock()
@@ -410,7 +421,7 @@ func (o *oauth) invalidate() {
 
 // String describes the provider with no secret and no token.
 func (o *OAuth) String() string {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return "OAuth(nil)"
 	}
 	return "OAuth{" + o.p.cfg.String() + "}"
@@ -418,18 +429,18 @@ func (o *OAuth) String() string {
 
 // GoString is like String; it never shows the secret or the token.
 func (o *OAuth) GoString() string {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return "(*grpcio.OAuth)(nil)"
 	}
 	return "&grpcio.OAuth{cfg:" + o.p.cfg.GoString() + "}"
 }
 
-// Format implements fmt.Formatter: every verb prints the redactedMark form.
+// Format implements fmt.Formatter: every verb prints the redacted form.
 func (o *OAuth) Format(f fmt.State, verb rune) { formatRedacted(f, verb, o.String(), o.GoString()) }
 
-// LogValue implements slog.LogValuer: the configuration, redactedMark.
+// LogValue implements slog.LogValuer: the configuration, redacted.
 func (o *OAuth) LogValue() slog.Value {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return slog.StringValue("OAuth(nil)")
 	}
 	return o.p.cfg.LogValue()
@@ -633,6 +644,8 @@ type TokenError struct {
 	Err error
 }
 
+// Error describes the failure: the endpoint, the HTTP status, the OAuth
+// error and the cause, whichever are known.
 func (e *TokenError) Error() string {
 	var b strings.Builder
 	b.WriteString("zbstream: OAuth token request to ")

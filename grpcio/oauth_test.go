@@ -668,6 +668,19 @@ func TestOAuthNoSecretInOutput(t *testing.T) {
 	}
 }
 
+// TestOAuthZeroValue: an OAuth not made by NewOAuth fails cleanly.
+func TestOAuthZeroValue(t *testing.T) {
+	for _, o := range []*grpcio.OAuth{nil, new(grpcio.OAuth)} {
+		_, err := o.Headers(t.Context())
+		var ce *core.ConnectionError
+		if !errors.As(err, &ce) || ce.Code != core.CodeUnauthenticated {
+			t.Fatalf("Headers of %v: %v, want UNAUTHENTICATED", o, err)
+		}
+		o.Invalidate()
+		_ = fmt.Sprintf("%v %#v %s", o, o, slog.AnyValue(o))
+	}
+}
+
 // TestWorkspaceIDFromEndpoint: the first label of the endpoint's host.
 func TestWorkspaceIDFromEndpoint(t *testing.T) {
 	for in, want := range map[string]string{
