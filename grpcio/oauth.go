@@ -264,9 +264,10 @@ func authorizationDetails(p [3]string) string {
 // MODIFY) and, when a workspace id is configured, resource.
 //
 // The token is cached (one per provider, that is per client id and table)
-// and replaced before it expires. Concurrent Headers calls that need a new
-// token share one request. When a refresh fails while the cached token is
-// still valid, the cached token is used. Invalidate, called after the
+// and replaced before it expires: a Headers call that finds it due waits
+// for the new one. Concurrent Headers calls that need a new token share one
+// request. When a refresh fails while the cached token is still valid, the
+// cached token is used (and the failure logged, when a Logger is set). Invalidate, called after the
 // server rejected a token, makes the next Headers call mint a new one.
 //
 // Token endpoint failures are returned as a *core.ConnectionError wrapping a

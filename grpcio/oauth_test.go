@@ -579,6 +579,39 @@ func TestOAuthContext(t *testing.T) {
 	})
 }
 
+// TestOAuthConcurrentUse mixes Headers, Invalidate and abandoned calls
+// from many goroutines (for the race detector and goleak): every call
+// either gets a token or its own ctx's error.
+func TestOAuthConcurrentUse(t *testing.T) {
+	ep := &fakeTokenEndpoint{respond: mintTokens(3600)}
+	o := mustOAuth(t, oauthTestConfig(ep))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				ctx, cancel := context.WithCancel(t.Context())
+				if (g+i)%7 == 0 {
+					cancel()
+				}
+				h, err := o.Headers(ctx)
+				switch {
+				case err == nil:
+					if !strings.HasPrefix(h[grpcio.HeaderAuthorization], "Bearer tok-") {
+						t.Errorf("headers %v", h)
+					}
+				case !errors.Is(err, context.Canceled) || ctx.Err() == nil:
+					t.Errorf("Headers: %v", err)
+				}
+				cancel()
+				if (g+i)%5 == 0 {
+					o.Invalidate()
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // TestOAuthConfigValidation: every invalid field is a *core.ConfigError
 // naming it, and no reason quotes the secret.
 func TestOAuthConfigValidation(t *testing.T) {
