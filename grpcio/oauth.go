@@ -30,7 +30,7 @@ const (
 	// HTTPClient (the context given to Headers bounds it as well).
 	DefaultOAuthTimeout = 30 * time.Second
 
-	redacted = "[REDACTED]"
+	redactedMark = "[REDACTED]"
 
 	maxRefreshMargin = 5 * time.Minute
 	maxTokenLifetime = 24 * time.Hour
@@ -41,7 +41,11 @@ const (
 // OAuthConfig configures an OAuth client-credentials headers provider.
 //
 // Printing an OAuthConfig with any fmt verb, or logging it with log/slog,
-// never shows ClientSecret: it reads "[REDACTED]" when set.
+// never shows ClientSecret: it reads "[REDACTED]" when set. One limit is
+// fmt's: where it cannot call methods, in an unexported field of another
+// struct or for a bad verb such as %p on a value (which go vet reports), it
+// prints the fields itself. Keep an OAuthConfig in exported fields or
+// behind a pointer; an *OAuth is safe everywhere.
 type OAuthConfig struct {
 	// WorkspaceURL is the Databricks workspace (the Unity Catalog
 	// endpoint), e.g. "https://my-workspace.cloud.databricks.com"; the
@@ -78,14 +82,14 @@ type OAuthConfig struct {
 // String describes the configuration with ClientSecret redacted.
 func (c OAuthConfig) String() string {
 	return fmt.Sprintf("OAuthConfig{WorkspaceURL: %s, ClientID: %s, ClientSecret: %s, Table: %s, WorkspaceID: %s, RefreshBefore: %v, HTTPClient: %s}",
-		redactURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, c.RefreshBefore, setOrNil(c.HTTPClient != nil))
+		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, c.RefreshBefore, shownSet(c.HTTPClient != nil))
 }
 
 // GoString is like String in Go syntax, with ClientSecret redacted.
 func (c OAuthConfig) GoString() string {
 	return fmt.Sprintf("grpcio.OAuthConfig{WorkspaceURL:%q, ClientID:%q, ClientSecret:%q, Table:%q, WorkspaceID:%q, RefreshBefore:%d, HTTPClient:%s, Logger:%s}",
-		redactURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, int64(c.RefreshBefore),
-		ptrShown(c.HTTPClient != nil, "*http.Client"), ptrShown(c.Logger != nil, "*slog.Logger"))
+		redactWorkspaceURL(c.WorkspaceURL), c.ClientID, c.secretShown(), c.Table, c.WorkspaceID, int64(c.RefreshBefore),
+		shownPtr(c.HTTPClient != nil, "*http.Client"), shownPtr(c.Logger != nil, "*slog.Logger"))
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %#v, %s,
@@ -97,7 +101,7 @@ func (c OAuthConfig) Format(f fmt.State, verb rune) {
 // LogValue implements slog.LogValuer, with ClientSecret redacted.
 func (c OAuthConfig) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("workspace_url", redactURL(c.WorkspaceURL)),
+		slog.String("workspace_url", redactWorkspaceURL(c.WorkspaceURL)),
 		slog.String("client_id", c.ClientID),
 		slog.String("client_secret", c.secretShown()),
 		slog.String("table", c.Table),
@@ -110,17 +114,17 @@ func (c OAuthConfig) secretShown() string {
 	if c.ClientSecret == "" {
 		return ""
 	}
-	return redacted
+	return redactedMark
 }
 
-func setOrNil(set bool) string {
+func shownSet(set bool) string {
 	if set {
 		return "set"
 	}
 	return "nil"
 }
 
-func ptrShown(set bool, typ string) string {
+func shownPtr(set bool, typ string) string {
 	if set {
 		return "(" + typ + ")(set)"
 	}
@@ -140,9 +144,9 @@ func formatRedacted(f fmt.State, verb rune, s, gs string) {
 	}
 }
 
-// redactURL returns raw with any password replaced, or a placeholder when
-// it does not parse (the unparsed text might hold credentials).
-func redactURL(raw string) string {
+// redactWorkspaceURL returns raw with any user info replaced, or a
+// placeholder when it does not parse (the text might hold credentials).
+func redactWorkspaceURL(raw string) string {
 	if raw == "" {
 		return ""
 	}
@@ -193,13 +197,13 @@ func (c *OAuthConfig) validate() (tokenURL string, parts [3]string, err error) {
 	case perr != nil:
 		return "", parts, bad("WorkspaceURL", "is not a valid URL")
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", parts, bad("WorkspaceURL", "must be an http or https URL, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must be an http or https URL, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	case u.Host == "" || u.Hostname() == "":
-		return "", parts, bad("WorkspaceURL", "must have a host, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must have a host, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	case u.User != nil:
 		return "", parts, bad("WorkspaceURL", "must not hold user info (pass ClientID and ClientSecret instead)")
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return "", parts, bad("WorkspaceURL", "must not have a query or fragment, got "+strconv.Quote(redactURL(c.WorkspaceURL)))
+		return "", parts, bad("WorkspaceURL", "must not have a query or fragment, got "+strconv.Quote(redactWorkspaceURL(c.WorkspaceURL)))
 	}
 	if c.ClientID == "" {
 		return "", parts, bad("ClientID", "is required")
@@ -260,9 +264,10 @@ func authorizationDetails(p [3]string) string {
 // MODIFY) and, when a workspace id is configured, resource.
 //
 // The token is cached (one per provider, that is per client id and table)
-// and replaced before it expires. Concurrent Headers calls that need a new
-// token share one request. When a refresh fails while the cached token is
-// still valid, the cached token is used. Invalidate, called after the
+// and replaced before it expires: a Headers call that finds it due waits
+// for the new one. Concurrent Headers calls that need a new token share one
+// request. When a refresh fails while the cached token is still valid, the
+// cached token is used (and the failure logged, when a Logger is set). Invalidate, called after the
 // server rejected a token, makes the next Headers call mint a new one.
 //
 // Token endpoint failures are returned as a *core.ConnectionError wrapping a
@@ -273,8 +278,17 @@ func authorizationDetails(p [3]string) string {
 //
 // Neither the secret nor a token ever appears in an error, a log record or
 // the printed form of an OAuth or OAuthConfig. An OAuth is safe for
-// concurrent use.
+// concurrent use. The zero OAuth is not usable: create one with NewOAuth.
 type OAuth struct {
+	// p holds all state behind a pointer: fmt prints a pointer found in a
+	// field as an address, so even the fallback printing that fmt uses
+	// where it cannot call Format (a bad verb, an unexported field of a
+	// caller's struct) shows neither the secret nor the token.
+	p *oauth
+}
+
+// oauth is the state of an OAuth.
+type oauth struct {
 	cfg      OAuthConfig
 	tokenURL string
 	form     string // the request body, the same for every request
@@ -319,13 +333,13 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 	if client == nil {
 		client = &http.Client{Timeout: DefaultOAuthTimeout}
 	}
-	return &OAuth{
+	return &OAuth{p: &oauth{
 		cfg:      cfg,
 		tokenURL: tokenURL,
 		form:     form.Encode(),
 		client:   client,
 		log:      cfg.Logger,
-	}, nil
+	}}, nil
 }
 
 // Headers returns {"authorization": "Bearer <token>"}, minting a token
@@ -333,6 +347,15 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 // bounds the wait: when it ends first, the error wraps ctx.Err(), and the
 // shared request is canceled once no caller waits for it any more.
 func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
+	if o == nil || o.p == nil {
+		return nil, &core.ConnectionError{Code: core.CodeUnauthenticated, Err: errNoOAuth}
+	}
+	return o.p.headers(ctx)
+}
+
+var errNoOAuth = errors.New("zbstream: OAuth provider not created with NewOAuth")
+
+func (o *oauth) headers(ctx context.Context) (map[string]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, o.ctxError(err)
 	}
@@ -340,7 +363,7 @@ func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
 	if o.token != "" && time.Now().Before(o.refreshAt) {
 		tok := o.token
 		o.mu.Unlock()
-		return bearer(tok), nil
+		return bearerHeader(tok), nil
 	}
 	f := o.flight
 	if f == nil {
@@ -364,7 +387,7 @@ func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
 		return nil, o.ctxError(ctx.Err())
 	}
 	if f.err == nil {
-		return bearer(f.token), nil
+		return bearerHeader(f.token), nil
 	}
 	o.mu.Lock()
 	tok, expiry := o.token, o.expiry
@@ -376,7 +399,7 @@ func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
 					slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
 					slog.Duration("valid_for", left), slog.Any("error", f.err))
 			}
-			return bearer(tok), nil
+			return bearerHeader(tok), nil
 		}
 	}
 	return nil, f.err
@@ -386,6 +409,12 @@ func (o *OAuth) Headers(ctx context.Context) (map[string]string, error) {
 // new one. Call it after the server rejected the token. A request already
 // in flight is not affected.
 func (o *OAuth) Invalidate() {
+	if o != nil && o.p != nil {
+		o.p.invalidate()
+	}
+}
+
+func (o *oauth) invalidate() {
 	o.mu.Lock()
 	o.token, o.expiry, o.refreshAt = "", time.Time{}, time.Time{}
 	o.mu.Unlock()
@@ -393,18 +422,18 @@ func (o *OAuth) Invalidate() {
 
 // String describes the provider with no secret and no token.
 func (o *OAuth) String() string {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return "OAuth(nil)"
 	}
-	return "OAuth{" + o.cfg.String() + "}"
+	return "OAuth{" + o.p.cfg.String() + "}"
 }
 
 // GoString is like String; it never shows the secret or the token.
 func (o *OAuth) GoString() string {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return "(*grpcio.OAuth)(nil)"
 	}
-	return "&grpcio.OAuth{cfg:" + o.cfg.GoString() + "}"
+	return "&grpcio.OAuth{cfg:" + o.p.cfg.GoString() + "}"
 }
 
 // Format implements fmt.Formatter: every verb prints the redacted form.
@@ -412,18 +441,18 @@ func (o *OAuth) Format(f fmt.State, verb rune) { formatRedacted(f, verb, o.Strin
 
 // LogValue implements slog.LogValuer: the configuration, redacted.
 func (o *OAuth) LogValue() slog.Value {
-	if o == nil {
+	if o == nil || o.p == nil {
 		return slog.StringValue("OAuth(nil)")
 	}
-	return o.cfg.LogValue()
+	return o.p.cfg.LogValue()
 }
 
-func bearer(token string) map[string]string {
+func bearerHeader(token string) map[string]string {
 	return map[string]string{HeaderAuthorization: "Bearer " + token}
 }
 
 // ctxError wraps the end of a caller's ctx.
-func (o *OAuth) ctxError(err error) error {
+func (o *oauth) ctxError(err error) error {
 	code := core.CodeCanceled
 	if errors.Is(err, context.DeadlineExceeded) {
 		code = core.CodeDeadlineExceeded
@@ -435,7 +464,7 @@ func (o *OAuth) ctxError(err error) error {
 // before it ends. It runs on its own goroutine, under a context that keeps
 // ctx's values but not its cancellation: it is canceled only when every
 // caller has stopped waiting.
-func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
+func (o *oauth) startLocked(ctx context.Context) *tokenFlight {
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f := &tokenFlight{done: make(chan struct{}), cancel: cancel}
 	o.flight = f
@@ -443,6 +472,11 @@ func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
 		defer cancel()
 		start := time.Now()
 		tok, lifetime, err := o.mint(fctx)
+		if err == nil && o.log != nil {
+			o.log.LogAttrs(fctx, slog.LevelDebug, "zbstream: OAuth token minted",
+				slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
+				slog.Duration("lifetime", lifetime))
+		}
 		o.mu.Lock()
 		if o.flight == f {
 			o.flight = nil
@@ -455,17 +489,12 @@ func (o *OAuth) startLocked(ctx context.Context) *tokenFlight {
 		f.token, f.err = tok, err
 		close(f.done)
 		o.mu.Unlock()
-		if err == nil && o.log != nil {
-			o.log.LogAttrs(fctx, slog.LevelDebug, "zbstream: OAuth token minted",
-				slog.String("client_id", o.cfg.ClientID), slog.String("table", o.cfg.Table),
-				slog.Duration("lifetime", lifetime))
-		}
 	}()
 	return f
 }
 
 // margin is how long before expiry a token of this lifetime is replaced.
-func (o *OAuth) margin(lifetime time.Duration) time.Duration {
+func (o *oauth) margin(lifetime time.Duration) time.Duration {
 	m := o.cfg.RefreshBefore
 	if m == 0 {
 		m = min(maxRefreshMargin, lifetime/10)
@@ -485,7 +514,7 @@ type tokenResponse struct {
 // mint performs one token request. lifetime is 0 when the answer gave no
 // usable expires_in: the token then serves the callers of this request
 // only, and is not cached.
-func (o *OAuth) mint(ctx context.Context) (token string, lifetime time.Duration, err error) {
+func (o *oauth) mint(ctx context.Context) (token string, lifetime time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.tokenURL, strings.NewReader(o.form))
 	if err != nil { // the URL was validated; only a broken ctx gets here
 		return "", 0, o.fail(core.CodeUnavailable, 0, "", "", err)
@@ -524,7 +553,7 @@ func (o *OAuth) mint(ctx context.Context) (token string, lifetime time.Duration,
 	case tr.AccessToken == "":
 		return "", 0, o.fail(core.CodeUnavailable, resp.StatusCode, tr.Error, tr.ErrorDescription, errors.New("the answer has no access_token"))
 	case tr.TokenType != "" && !strings.EqualFold(tr.TokenType, "bearer"):
-		return "", 0, o.fail(core.CodeUnauthenticated, resp.StatusCode, "", "", fmt.Errorf("unsupported token_type %q", truncate(tr.TokenType)))
+		return "", 0, o.fail(core.CodeUnauthenticated, resp.StatusCode, "", "", fmt.Errorf("unsupported token_type %q", sanitizeEcho(tr.TokenType)))
 	}
 	lifetime, err = parseExpiresIn(tr.ExpiresIn)
 	if err != nil {
@@ -545,7 +574,7 @@ func parseExpiresIn(raw json.RawMessage) (time.Duration, error) {
 	}
 	secs, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("expires_in is not a number: %q", truncate(s))
+		return 0, fmt.Errorf("expires_in is not a number: %q", sanitizeEcho(s))
 	}
 	if !(secs > 0) { // also NaN
 		return 0, nil
@@ -558,30 +587,30 @@ func parseExpiresIn(raw json.RawMessage) (time.Duration, error) {
 
 // fail builds the error of a failed token request, with anything the server
 // echoed scrubbed of the secret.
-func (o *OAuth) fail(code core.Code, status int, oauthCode, desc string, cause error) error {
+func (o *oauth) fail(code core.Code, status int, oauthCode, desc string, cause error) error {
 	return &core.ConnectionError{Code: code, Err: &TokenError{
 		URL:         o.tokenURL,
 		StatusCode:  status,
-		OAuthError:  truncate(o.scrub(oauthCode)),
-		Description: truncate(o.scrub(desc)),
+		OAuthError:  sanitizeEcho(o.scrub(oauthCode)),
+		Description: sanitizeEcho(o.scrub(desc)),
 		Err:         cause,
 	}}
 }
 
 // scrub removes the secret and the Basic credentials from text the token
 // endpoint sent back.
-func (o *OAuth) scrub(s string) string {
+func (o *oauth) scrub(s string) string {
 	if s == "" {
 		return s
 	}
 	basic := base64.StdEncoding.EncodeToString([]byte(o.cfg.ClientID + ":" + o.cfg.ClientSecret))
-	s = strings.ReplaceAll(s, basic, redacted)
-	return strings.ReplaceAll(s, o.cfg.ClientSecret, redacted)
+	s = strings.ReplaceAll(s, basic, redactedMark)
+	return strings.ReplaceAll(s, o.cfg.ClientSecret, redactedMark)
 }
 
-// truncate shortens s to at most maxDescription bytes, on a rune boundary,
+// sanitizeEcho shortens s to at most maxDescription bytes, on a rune boundary,
 // and replaces control characters.
-func truncate(s string) string {
+func sanitizeEcho(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '
@@ -616,6 +645,8 @@ type TokenError struct {
 	Err error
 }
 
+// Error describes the failure: the endpoint, the HTTP status, the OAuth
+// error and the cause, whichever are known.
 func (e *TokenError) Error() string {
 	var b strings.Builder
 	b.WriteString("zbstream: OAuth token request to ")
