@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/core"
+)
+
+// errHelp: the user asked for a command's help; it was printed.
+var errHelp = flag.ErrHelp
+
+// newFlags returns a flag set for a subcommand that reports errors instead
+// of exiting, and prints usage (a synopsis, then the flags) to stderr.
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("zbstream "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: zbstream %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args; a bad flag is a usage error (exit 2), -h is help
+// (exit 0), and stray positional arguments are refused unless allowed.
+func parseFlags(fs *flag.FlagSet, args []string, positional bool) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return withCode(exitUsage, err)
+	}
+	if !positional && fs.NArg() > 0 {
+		fs.Usage()
+		return withCode(exitUsage, fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	return nil
+}
+
+// usageErr is a usage error with a message.
+func usageErr(format string, a ...any) error {
+	return withCode(exitUsage, fmt.Errorf(format, a...))
+}
+
+// clientErr gives a client error its exit code: refused credentials or
+// table, an unreachable server, or a plain failure.
+func clientErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *zbstream.ConnectionError
+	var cfg *zbstream.ConfigError
+	switch {
+	case errors.As(err, &cfg):
+		return withCode(exitUsage, err)
+	case errors.As(err, &ce) && (ce.Code == core.CodeUnauthenticated || ce.Code == core.CodePermissionDenied):
+		return withCode(exitAuth, err)
+	case errors.As(err, &ce) && (ce.Code == core.CodeUnavailable || ce.Code == core.CodeDeadlineExceeded):
+		return withCode(exitUnreachable, fmt.Errorf("server unreachable: %w", err))
+	}
+	return withCode(exitFailure, err)
+}
