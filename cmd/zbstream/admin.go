@@ -33,8 +33,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zbstream/zbstream/server"
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/server"
 )
 
 const (
