@@ -91,7 +91,7 @@ func parseProxyURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("bad proxy URL: %v", unwrapURLError(err))
+		return nil, fmt.Errorf("bad URL: %v", unwrapURLError(err))
 	}
 	return u, checkProxyURL(u)
 }
@@ -99,14 +99,14 @@ func parseProxyURL(s string) (*url.URL, error) {
 // checkProxyURL accepts only http:// proxies with a host.
 func checkProxyURL(u *url.URL) error {
 	if u.Scheme != "http" {
-		return fmt.Errorf("proxy scheme %q is not supported (want http://)", u.Scheme)
+		return fmt.Errorf("scheme %q is not supported (want http://)", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("proxy URL %q has no host", redactURL(u))
+		return fmt.Errorf("URL %q has no host", redactURL(u))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("proxy URL %q has a bad port", redactURL(u))
+			return fmt.Errorf("URL %q has a bad port", redactURL(u))
 		}
 	}
 	return nil
