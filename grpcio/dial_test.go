@@ -462,3 +462,62 @@ func TestDialProxyUnreachable(t *testing.T) {
 	_, err = ingestpb.NewZerobusClient(cc).RetireStream(ctx, &ingestpb.RetireStreamRequest{})
 	wantUnavailable(t, err, "connect to proxy "+addr)
 }
+
+// TestDialProxySilent: a proxy that accepts the connection and never
+// answers holds the call until its deadline; closing the client ends the
+// handshake (goleak checks that nothing is left behind).
+func TestDialProxySilent(t *testing.T) {
+	clearProxyEnv(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		lis.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	t.Setenv("HTTPS_PROXY", "http://"+lis.Addr().String())
+	cc, err := grpcio.Dial("https://"+fakeHost, grpcio.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	_, err = ingestpb.NewZerobusClient(cc).RetireStream(ctx, &ingestpb.RetireStreamRequest{})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("call through a silent proxy: %v, want DEADLINE_EXCEEDED", err)
+	}
+	var c net.Conn
+	select {
+	case c = <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client never reached the proxy")
+	}
+	cc.Close()
+	// The client gives up the handshake: its end of the connection closes.
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 4096)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("the client kept the proxy connection open after Close")
+			}
+			break
+		}
+	}
+	c.Close()
+}
