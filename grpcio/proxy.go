@@ -102,18 +102,15 @@ func checkProxyURL(u *url.URL) error {
 		return fmt.Errorf("scheme %q is not supported (want http://)", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("URL %q has no host", redactURL(u))
+		return fmt.Errorf("URL %q has no host", u.Redacted())
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("URL %q has a bad port", redactURL(u))
+			return fmt.Errorf("URL %q has a bad port", u.Redacted())
 		}
 	}
 	return nil
 }
-
-// redactURL returns u as a string with any password replaced.
-func redactURL(u *url.URL) string { return u.Redacted() }
 
 // noProxyMatch reports whether host:port is exempted by the NO_PROXY
 // value list (the rules are in ProxyFromEnvironment's documentation).
