@@ -145,7 +145,7 @@ func Dial(endpoint string, opts DialOptions) (*grpc.ClientConn, error) {
 	}
 	if proxy != nil {
 		if err := checkProxyURL(proxy); err != nil {
-			return nil, &core.ConfigError{Field: "Proxy", Reason: err.Error()}
+			return nil, &core.ConfigError{Field: "Proxy", Reason: "chosen by DialOptions.Proxy: " + err.Error()}
 		}
 	}
 	ua := UserAgent(opts.AppName)

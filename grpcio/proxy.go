@@ -99,14 +99,14 @@ func parseProxyURL(s string) (*url.URL, error) {
 // checkProxyURL accepts only http:// proxies with a host.
 func checkProxyURL(u *url.URL) error {
 	if u.Scheme != "http" {
-		return fmt.Errorf("scheme %q is not supported (want http://)", u.Scheme)
+		return fmt.Errorf("proxy scheme %q is not supported (want http://)", u.Scheme)
 	}
 	if u.Hostname() == "" {
-		return fmt.Errorf("URL %q has no host", u.Redacted())
+		return fmt.Errorf("proxy URL %q has no host", u.Redacted())
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("URL %q has a bad port", u.Redacted())
+			return fmt.Errorf("proxy URL %q has a bad port", u.Redacted())
 		}
 	}
 	return nil
