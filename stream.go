@@ -95,3 +95,8 @@ func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, erro
 	}
 	return s.Stream.IngestBatch(ctx, records)
 }
+
+// Stats counts what a stream has done so far: accepted, sent, resent,
+// acknowledged, reconciled and failed offsets, connection attempts, and
+// what is in flight.
+type Stats = streamio.Stats

@@ -66,8 +66,11 @@ type DialOptions struct {
 
 	// TLSConfig, when set, is the base TLS configuration (it is cloned,
 	// never modified). Its MinVersion is raised to TLS 1.2 if lower, and
-	// ServerName defaults to the endpoint's host. Nil: the system roots
-	// (on Linux, crypto/x509 honours SSL_CERT_FILE and SSL_CERT_DIR).
+	// ServerName defaults to the endpoint's host. Nil, and without CAFile
+	// or CAPEM: the system roots. On Linux and the BSDs, crypto/x509 reads
+	// them from SSL_CERT_FILE (a PEM bundle, replacing the distribution's
+	// bundle) and SSL_CERT_DIR (colon-separated directories) when set,
+	// once per process; macOS and Windows use the platform verifier.
 	TLSConfig *tls.Config
 	// CAFile names a PEM file of CA certificates that replaces the system
 	// roots.
@@ -86,7 +89,9 @@ type DialOptions struct {
 
 	// Keepalive overrides the client keepalive parameters. Nil: pings
 	// after DefaultKeepaliveTime of silence, DefaultKeepaliveTimeout to
-	// answer, and only while a stream is open.
+	// answer, and only while a stream is open. A zero Time disables
+	// pings; gRPC raises a Time under 10 s to 10 s. Pinging more often
+	// than the server's policy allows gets the connection closed.
 	Keepalive *keepalive.ClientParameters
 	// MaxRecvMsgSize bounds a received message. 0: DefaultMaxRecvMsgSize.
 	MaxRecvMsgSize int
@@ -140,7 +145,7 @@ func Dial(endpoint string, opts DialOptions) (*grpc.ClientConn, error) {
 	}
 	if proxy != nil {
 		if err := checkProxyURL(proxy); err != nil {
-			return nil, &core.ConfigError{Field: "Proxy", Reason: err.Error()}
+			return nil, &core.ConfigError{Field: "Proxy", Reason: "chosen by DialOptions.Proxy: " + err.Error()}
 		}
 	}
 	ua := UserAgent(opts.AppName)

@@ -91,7 +91,7 @@ func parseProxyURL(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("bad proxy URL: %v", unwrapURLError(err))
+		return nil, fmt.Errorf("bad URL: %v", unwrapURLError(err))
 	}
 	return u, checkProxyURL(u)
 }

@@ -1,12 +1,409 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/zbstream/zbstream"
 )
 
-// runDemo is the demo command (not built yet).
+// demoTable is the table the demo writes.
+const demoTable = "main.demo.events"
+
+// Environment of the demo's child processes.
+const (
+	envDemoRole   = "ZBSTREAM_DEMO_ROLE" // "server" or "client"
+	envDemoConfig = "ZBSTREAM_DEMO_CONFIG"
+)
+
+// demoConfig is the demo's configuration, handed to its child processes as
+// JSON in the environment.
+type demoConfig struct {
+	Records    int    `json:"records"`
+	RecordSize int    `json:"record_size"`
+	Batch      int    `json:"batch"`
+	Seed       uint64 `json:"seed"`
+	FaultEvery int    `json:"fault_every"`
+	KillServer int    `json:"kill_server"`
+	KillClient int    `json:"kill_client"`
+	Ephemeral  bool   `json:"ephemeral"`
+
+	Addr     string `json:"addr"`
+	DataDir  string `json:"data_dir"`
+	Token    string `json:"token"`
+	StreamID string `json:"stream_id"`
+	StartAt  int    `json:"start_at"`
+}
+
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("demo: not built yet")
+	switch os.Getenv(envDemoRole) {
+	case "server", "client":
+		return demoChild(ctx, stdout)
+	}
+	fs := newFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
+		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
+		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
+	var cfg demoConfig
+	fs.IntVar(&cfg.Records, "records", 200_000, "source records to ingest")
+	fs.IntVar(&cfg.RecordSize, "record-size", 200, "bytes per record (JSON)")
+	fs.IntVar(&cfg.Batch, "batch", 20, "records per ingest call")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault schedule")
+	fs.IntVar(&cfg.FaultEvery, "fault-every", 150, "about this many calls between server faults (drop, commit-then-drop, close signal); 0: none")
+	fs.IntVar(&cfg.KillServer, "kill-server", 1, "times the server process is killed with SIGKILL and restarted")
+	fs.IntVar(&cfg.KillClient, "kill-client", 1, "times the client process is killed with SIGKILL and a new one resumes")
+	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "use ephemeral streams (at-least-once): duplicates are counted, none lost")
+	keep := fs.Bool("keep", false, "keep the server's data directory and print where it is")
+	if err := parseFlags(fs, args, false); err != nil {
+		return err
+	}
+	switch {
+	case cfg.Records <= 0:
+		return usageErr("-records must be positive")
+	case cfg.RecordSize < 32 || cfg.RecordSize > 1<<20:
+		return usageErr("-record-size must be between 32 and 1048576")
+	case cfg.Batch <= 0 || cfg.Batch > 10_000:
+		return usageErr("-batch must be between 1 and 10000")
+	case cfg.FaultEvery < 0 || cfg.KillServer < 0 || cfg.KillClient < 0:
+		return usageErr("-fault-every, -kill-server and -kill-client must not be negative")
+	}
+	dir, err := os.MkdirTemp("", "zbstream-demo-")
+	if err != nil {
+		return err
+	}
+	if *keep {
+		fmt.Fprintln(stdout, "data directory:", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	cfg.DataDir = dir
+	cfg.Token = randomHex(16)
+	if cfg.Addr, err = freeLoopbackAddr(); err != nil {
+		return err
+	}
+	d := &demo{cfg: cfg, out: stdout, start: time.Now(), faults: map[string]int{}}
+	return d.run(ctx)
+}
+
+// demoChild runs one of the demo's child processes.
+func demoChild(ctx context.Context, stdout io.Writer) error {
+	var cfg demoConfig
+	if err := json.Unmarshal([]byte(os.Getenv(envDemoConfig)), &cfg); err != nil {
+		return fmt.Errorf("demo child: %s: %w", envDemoConfig, err)
+	}
+	if os.Getenv(envDemoRole) == "server" {
+		return demoServer(ctx, cfg, stdout)
+	}
+	return demoClient(ctx, cfg, stdout)
+}
+
+// demo orchestrates the processes and keeps the score.
+type demo struct {
+	cfg   demoConfig
+	out   io.Writer
+	start time.Time
+
+	mu       sync.Mutex
+	faults   map[string]int // by kind, server faults and kills
+	statuses []demoStatus   // the last status of each client process
+	server   *child
+}
+
+func (d *demo) run(ctx context.Context) error {
+	kind := "persistent"
+	if d.cfg.Ephemeral {
+		kind = "ephemeral"
+	}
+	fmt.Fprintf(d.out, "zbstream demo: %d records of %d B in calls of %d, %s streams, faults about every %d calls, %d server kill(s), %d client kill(s)\n",
+		d.cfg.Records, d.cfg.RecordSize, d.cfg.Batch, kind, d.cfg.FaultEvery, d.cfg.KillServer, d.cfg.KillClient)
+	if err := d.startServer(ctx); err != nil {
+		return err
+	}
+	defer func() { d.server.kill() }()
+	fmt.Fprintf(d.out, "server: %s (bolt engine in %s, strict duplicates on)\n", d.cfg.Addr, d.cfg.DataDir)
+
+	if !d.cfg.Ephemeral {
+		id, err := d.createStream(ctx)
+		if err != nil {
+			return err
+		}
+		d.cfg.StreamID = id
+		fmt.Fprintf(d.out, "created persistent stream %s\n", id)
+	}
+
+	stopProgress := d.progress()
+	defer stopProgress()
+	serverKills, clientKills := 0, 0
+	for {
+		done, err := d.runClient(ctx, &serverKills, &clientKills)
+		if err != nil {
+			return err
+		}
+		if done {
+			break
+		}
+		d.count("client SIGKILL")
+		last := d.lastStatus()
+		fmt.Fprintf(d.out, "  client process killed with SIGKILL at %d durable records; a new process resumes\n", last.Durable)
+		d.cfg.StartAt = last.Durable // ephemeral: replay from what this process knew was durable
+	}
+	stopProgress()
+	elapsed := time.Since(d.start)
+	if err := d.server.stop(); err != nil {
+		return fmt.Errorf("stopping the server: %w", err)
+	}
+	v, err := verify(d.cfg)
+	if err != nil {
+		return err
+	}
+	return d.summary(v, elapsed)
+}
+
+// runClient runs one client process until it finishes (true) or is killed
+// on plan (false), killing and restarting the server on plan meanwhile.
+func (d *demo) runClient(ctx context.Context, serverKills, clientKills *int) (bool, error) {
+	c, err := d.spawn(ctx, "client")
+	if err != nil {
+		return false, err
+	}
+	defer c.kill()
+	d.mu.Lock()
+	d.statuses = append(d.statuses, demoStatus{Durable: d.cfg.StartAt})
+	d.mu.Unlock()
+	// Kills are spread over the run: the server's over the first 60% of
+	// the records, the client's from 15% to 75%.
+	killServerAt := int(float64(d.cfg.Records) * 0.6 * float64(*serverKills+1) / float64(d.cfg.KillServer+1))
+	killClientAt := int(float64(d.cfg.Records) * (0.15 + 0.6*float64(*clientKills+1)/float64(d.cfg.KillClient+1)))
+	for line := range c.lines {
+		if rest, ok := strings.CutPrefix(line, "status "); ok {
+			var st demoStatus
+			if err := json.Unmarshal([]byte(rest), &st); err != nil {
+				return false, fmt.Errorf("client status %q: %w", rest, err)
+			}
+			d.setStatus(st)
+			if *serverKills < d.cfg.KillServer && st.Durable >= killServerAt {
+				*serverKills++
+				if err := d.restartServer(ctx); err != nil {
+					return false, err
+				}
+			}
+			if *clientKills < d.cfg.KillClient && st.Durable >= killClientAt {
+				*clientKills++
+				c.kill()
+				return false, nil
+			}
+		}
+		if line == "done" {
+			return true, c.wait()
+		}
+	}
+	if err := c.wait(); err != nil {
+		return false, fmt.Errorf("client process: %w\n%s", err, c.stderr.String())
+	}
+	return false, errors.New("client process ended without finishing")
+}
+
+func (d *demo) startServer(ctx context.Context) error {
+	s, err := d.spawn(ctx, "server")
+	if err != nil {
+		return err
+	}
+	for line := range s.lines {
+		if strings.HasPrefix(line, "listening ") {
+			break
+		}
+	}
+	d.server = s
+	go func() {
+		for line := range s.lines {
+			if kind, ok := strings.CutPrefix(line, "fault "); ok {
+				d.count(kind)
+			}
+		}
+	}()
+	return nil
+}
+
+func (d *demo) restartServer(ctx context.Context) error {
+	d.server.kill()
+	d.count("server SIGKILL")
+	fmt.Fprintln(d.out, "  server process killed with SIGKILL; restarting it on the same data")
+	time.Sleep(200 * time.Millisecond) // the client notices the server is gone
+	return d.startServer(ctx)
+}
+
+// createStream creates the demo's persistent stream, as an application
+// does once, and keeps its id.
+func (d *demo) createStream(ctx context.Context) (string, error) {
+	c, err := zbstream.NewClient("http://"+d.cfg.Addr, zbstream.WithToken(d.cfg.Token))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	s, err := c.CreatePersistentStream(ctx, demoTable)
+	if err != nil {
+		return "", clientErr(err)
+	}
+	return s.StreamID(), s.Close(ctx)
+}
+
+func (d *demo) count(kind string) {
+	d.mu.Lock()
+	d.faults[kind]++
+	d.mu.Unlock()
+}
+
+// setStatus records the latest status of the current client process.
+func (d *demo) setStatus(st demoStatus) {
+	d.mu.Lock()
+	d.statuses[len(d.statuses)-1] = st
+	d.mu.Unlock()
+}
+
+func (d *demo) lastStatus() demoStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.statuses) == 0 {
+		return demoStatus{}
+	}
+	return d.statuses[len(d.statuses)-1]
+}
+
+// progress prints a progress line every second until stopped.
+func (d *demo) progress() func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				st := d.lastStatus()
+				el := time.Since(d.start)
+				fmt.Fprintf(d.out, "  %5.1fs  durable %d/%d  %.0f records/s  faults: %s\n",
+					el.Seconds(), st.Durable, d.cfg.Records, float64(st.Durable)/el.Seconds(), d.faultLine())
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(stop); <-done }) }
+}
+
+func (d *demo) faultLine() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.faults) == 0 {
+		return "none yet"
+	}
+	return formatCounts(d.faults)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freeLoopbackAddr returns a loopback address with a port free right now:
+// the server is restarted on the same address, so the client finds it.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// child is one of the demo's processes: the same binary, in a role.
+type child struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *strings.Builder
+	once   sync.Once
+	waited chan error
+}
+
+func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ := json.Marshal(d.cfg)
+	cmd := exec.Command(exe, "demo")
+	cmd.Env = append(os.Environ(), envDemoRole+"="+role, envDemoConfig+"="+string(cfg))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, lines: make(chan string, 64), stderr: &strings.Builder{}, waited: make(chan error, 1)}
+	cmd.Stderr = &lockedWriter{w: c.stderr}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+		c.waited <- cmd.Wait()
+	}()
+	go func() {
+		<-ctx.Done()
+		c.kill()
+	}()
+	return c, nil
+}
+
+// kill ends the process with SIGKILL (once) and reaps it.
+func (c *child) kill() {
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGKILL)
+		go func() {
+			for range c.lines {
+			}
+		}()
+	})
+}
+
+// stop ends the process with SIGTERM and waits for it.
+func (c *child) stop() error {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for range c.lines {
+		}
+	}()
+	return <-c.waited
+}
+
+func (c *child) wait() error { return <-c.waited }
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
