@@ -241,6 +241,9 @@ func streamsRecords(ctx context.Context, src streamSource, id string, f *streams
 			return err
 		}
 		for _, r := range p.Records {
+			if r.JSON != nil {
+				r.JSON = compactJSON(r.JSON) // the admin endpoint indents its answers
+			}
 			switch {
 			case f.json:
 				err = enc.Encode(r)
