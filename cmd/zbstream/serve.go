@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -72,7 +73,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&c.admin, "admin", defaultAdminAddr, "`host:port` of the read-only admin HTTP endpoint, or \"off\"")
 	fs.StringVar(&c.data, "data", defaultDataDir(), "`directory` of the bolt engine's database (created if missing)")
 	fs.StringVar(&c.engine, "engine", "bolt", "storage `engine`: bolt (durable), memory (lost at exit) or ackonly (stores nothing, for benchmarks)")
-	fs.Var(&c.tokens, "token", "a principal, `name:TOKEN:catalog.schema.table[,table...]` (\"*\": every table); repeatable")
+	fs.Var(&c.tokens, "token", "add a principal: `name:TOKEN:table[,table...]`, tables catalog.schema.table or \"*\" (all); repeatable")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "`file` of token specs, one a line (# comments), kept out of the process list")
 	fs.BoolVar(&c.open, "open", false, "open mode (no credentials) even on an address other than loopback")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with -tls-key the server speaks TLS")
@@ -82,11 +83,11 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.BoolVar(&c.opts.StrictDuplicates, "strict-duplicates", false, "compare every resent record with the stored one; refuse a different payload")
 	fs.DurationVar(&c.opts.FirstMessageTimeout, "first-message-timeout", server.DefaultFirstMessageTimeout, "end a call that sends no first message within this `duration`")
 	fs.DurationVar(&c.opts.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "rotate an opened stream idle for this `duration`")
-	fs.UintVar(&c.maxConcurrent, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "concurrent calls per HTTP/2 connection (`n`)")
-	fs.IntVar(&c.opts.MaxConnectionsPerPrincipal, "max-connections-per-principal", server.DefaultMaxConnectionsPerPrincipal, "concurrent stream calls per principal (`n`)")
+	fs.UintVar(&c.maxConcurrent, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "`n` concurrent calls per HTTP/2 connection")
+	fs.IntVar(&c.opts.MaxConnectionsPerPrincipal, "max-connections-per-principal", server.DefaultMaxConnectionsPerPrincipal, "`n` concurrent stream calls per principal")
 	fs.Var(&c.receiveBudget, "receive-budget", "server-wide `bytes` of received requests queued before reading pauses (e.g. 256MiB)")
 	fs.Var(&c.maxMessage, "max-message-bytes", "largest request message accepted, in `bytes` (e.g. 10MiB)")
-	fs.DurationVar(&c.opts.StopGrace, "stop-grace", 5*time.Second, "at Ctrl-C, how long live calls get to end before they are cut (`duration`)")
+	fs.DurationVar(&c.opts.StopGrace, "stop-grace", 5*time.Second, "at Ctrl-C, the `duration` live calls get to end before they are cut")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFmt, "log-format", "text", "log `format` on stderr: text or json")
 	return fs, c
@@ -169,6 +170,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tlsConf != nil {
 		scheme = "https"
 	}
+	if tlsConf == nil && len(tokens) > 0 {
+		for _, a := range []string{c.addr, c.admin} {
+			if a != "off" && a != "" && !isLoopback(a) {
+				log.Warn("bearer tokens travel in plaintext on a non-loopback address: use -tls-cert/-tls-key", "addr", a)
+			}
+		}
+	}
 	log.Info("zbstream server listening", "addr", lis.Addr().String(), "engine", c.engine, "data", dataLog(c),
 		"tls", tlsConf != nil, "auth", authLog(tokens), "strict_duplicates", opts.StrictDuplicates,
 		"rotate", opts.SessionAge)
@@ -184,6 +192,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Handler:           newAdminHandler(srv.Store(), tokens, log),
 			ReadHeaderTimeout: adminReadTimeouts,
 			ReadTimeout:       adminReadTimeouts,
+			IdleTimeout:       time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 		if tlsConf != nil {
@@ -202,7 +211,21 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var serveErr error
 	select {
 	case <-ctx.Done():
-		log.Info("stopping: finishing live calls", "grace", opts.StopGrace)
+		log.Info("stopping: finishing live calls (Ctrl-C again to cut them)", "grace", opts.StopGrace)
+		// A second signal cuts the live calls at once; nothing acknowledged
+		// is lost either way.
+		force := make(chan os.Signal, 1)
+		signal.Notify(force, os.Interrupt, syscall.SIGTERM)
+		stopped := make(chan struct{})
+		defer func() { signal.Stop(force); close(stopped) }()
+		go func() {
+			select {
+			case <-force:
+				log.Warn("second signal: cutting live calls")
+				srv.Stop()
+			case <-stopped:
+			}
+		}()
 	case serveErr = <-errc:
 		log.Error("server failed", "err", serveErr)
 	}

@@ -232,7 +232,7 @@ func streamsRecords(ctx context.Context, src streamSource, id string, f *streams
 	from, left := f.from, f.limit
 	enc := json.NewEncoder(stdout)
 	for {
-		n := adminMaxLimit
+		n := adminDefaultLimit
 		if left > 0 && left < n {
 			n = left
 		}
