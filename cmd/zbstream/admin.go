@@ -128,7 +128,7 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 		for i, rec := range b.Records {
 			ri := recordInfo{Offset: b.Offset, Index: i}
 			if isJSON && json.Valid(rec) {
-				ri.JSON = compactJSON(rec)
+				ri.JSON = adminCompactJSON(rec)
 			} else {
 				ri.Data = rec
 			}
@@ -160,8 +160,8 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 	return p, nil
 }
 
-// compactJSON puts a JSON record on one line.
-func compactJSON(b []byte) json.RawMessage {
+// adminCompactJSON puts a JSON record on one line.
+func adminCompactJSON(b []byte) json.RawMessage {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, b); err != nil {
 		return b
@@ -183,7 +183,7 @@ func newAdminHandler(store server.Store, tokens tokenTable, log *slog.Logger) ht
 	h.mux.HandleFunc("GET /v1/streams/{id}", h.show)
 	h.mux.HandleFunc("GET /v1/streams/{id}/records", h.records)
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
-		writeJSON(w, http.StatusNotFound, adminError{fmt.Sprintf("no such endpoint %s (try GET /v1/streams)", req.URL.Path)})
+		adminWriteJSON(w, http.StatusNotFound, adminError{fmt.Sprintf("no such endpoint %s (try GET /v1/streams)", req.URL.Path)})
 	})
 	return h
 }
@@ -196,14 +196,14 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p, msg := h.authenticate(req)
 		if msg != "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="zbstream"`)
-			writeJSON(w, http.StatusUnauthorized, adminError{msg})
+			adminWriteJSON(w, http.StatusUnauthorized, adminError{msg})
 			return
 		}
 		req = req.WithContext(context.WithValue(req.Context(), principalKey{}, p))
 	}
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeJSON(w, http.StatusMethodNotAllowed, adminError{"the admin API is read-only: use GET"})
+		adminWriteJSON(w, http.StatusMethodNotAllowed, adminError{"the admin API is read-only: use GET"})
 		return
 	}
 	h.mux.ServeHTTP(w, req)
@@ -229,7 +229,7 @@ func (h *adminHandler) authenticate(req *http.Request) (server.Principal, string
 
 // visible reports whether the caller may see stream m: in open mode every
 // stream, otherwise only its own.
-func visible(ctx context.Context, m server.StreamMeta) bool {
+func adminVisible(ctx context.Context, m server.StreamMeta) bool {
 	p, ok := ctx.Value(principalKey{}).(server.Principal)
 	return !ok || m.Principal == p.Name
 }
@@ -242,18 +242,18 @@ func (h *adminHandler) list(w http.ResponseWriter, req *http.Request) {
 	}
 	out := streamsList{Streams: []streamInfo{}}
 	for _, m := range metas {
-		if visible(req.Context(), m) {
+		if adminVisible(req.Context(), m) {
 			out.Streams = append(out.Streams, toStreamInfo(m))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	adminWriteJSON(w, http.StatusOK, out)
 }
 
 // lookup returns the stream named by the path, or answers the request.
 func (h *adminHandler) lookup(w http.ResponseWriter, req *http.Request) (server.StreamMeta, bool) {
 	id := req.PathValue("id")
 	m, err := h.r.stream(req.Context(), id)
-	if err == nil && !visible(req.Context(), m) {
+	if err == nil && !adminVisible(req.Context(), m) {
 		err = server.ErrStreamNotFound // another principal's: as if it did not exist
 	}
 	if err != nil {
@@ -265,7 +265,7 @@ func (h *adminHandler) lookup(w http.ResponseWriter, req *http.Request) (server.
 
 func (h *adminHandler) show(w http.ResponseWriter, req *http.Request) {
 	if m, ok := h.lookup(w, req); ok {
-		writeJSON(w, http.StatusOK, toStreamInfo(m))
+		adminWriteJSON(w, http.StatusOK, toStreamInfo(m))
 	}
 }
 
@@ -275,7 +275,7 @@ func (h *adminHandler) records(w http.ResponseWriter, req *http.Request) {
 	if v := q.Get("from"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeJSON(w, http.StatusBadRequest, adminError{fmt.Sprintf("from=%q: want an offset >= 0", v)})
+			adminWriteJSON(w, http.StatusBadRequest, adminError{fmt.Sprintf("from=%q: want an offset >= 0", v)})
 			return
 		}
 		from = n
@@ -283,7 +283,7 @@ func (h *adminHandler) records(w http.ResponseWriter, req *http.Request) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > adminMaxLimit {
-			writeJSON(w, http.StatusBadRequest, adminError{fmt.Sprintf("limit=%q: want 1 to %d offsets", v, adminMaxLimit)})
+			adminWriteJSON(w, http.StatusBadRequest, adminError{fmt.Sprintf("limit=%q: want 1 to %d offsets", v, adminMaxLimit)})
 			return
 		}
 		limit = n
@@ -297,22 +297,22 @@ func (h *adminHandler) records(w http.ResponseWriter, req *http.Request) {
 		h.storeError(w, m.ID, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	adminWriteJSON(w, http.StatusOK, p)
 }
 
 func (h *adminHandler) storeError(w http.ResponseWriter, id string, err error) {
 	switch {
 	case errors.Is(err, server.ErrStreamNotFound):
-		writeJSON(w, http.StatusNotFound, adminError{fmt.Sprintf("stream %q not found", id)})
+		adminWriteJSON(w, http.StatusNotFound, adminError{fmt.Sprintf("stream %q not found", id)})
 	case errors.Is(err, server.ErrStoreClosed):
-		writeJSON(w, http.StatusServiceUnavailable, adminError{"server shutting down"})
+		adminWriteJSON(w, http.StatusServiceUnavailable, adminError{"server shutting down"})
 	default:
 		h.log.Error("admin: store read failed", "stream", id, "err", err)
-		writeJSON(w, http.StatusInternalServerError, adminError{"store read failed: " + err.Error()})
+		adminWriteJSON(w, http.StatusInternalServerError, adminError{"store read failed: " + err.Error()})
 	}
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+func adminWriteJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)

@@ -61,8 +61,8 @@ type serveConfig struct {
 	tlsCert, tlsKey  string
 	logLevel, logFmt string
 	opts             server.Options
-	receiveBudget    byteSize
-	maxMessage       byteSize
+	receiveBudget    serveByteSize
+	maxMessage       serveByteSize
 	maxConcurrent    uint
 }
 
@@ -110,7 +110,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
-	log, err := newLogger(stderr, c.logLevel, c.logFmt)
+	log, err := serveLogger(stderr, c.logLevel, c.logFmt)
 	if err != nil {
 		return err
 	}
@@ -154,13 +154,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer srv.Stop() // idempotent: a no-op after the graceful stop below
 
-	lis, err := listen("server", c.addr)
+	lis, err := serveListen("server", c.addr)
 	if err != nil {
 		return err
 	}
 	var adminLis net.Listener
 	if c.admin != "off" && c.admin != "" {
-		if adminLis, err = listen("admin endpoint", c.admin); err != nil {
+		if adminLis, err = serveListen("admin endpoint", c.admin); err != nil {
 			lis.Close()
 			return err
 		}
@@ -172,7 +172,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if tlsConf == nil && len(tokens) > 0 {
 		for _, a := range []string{c.addr, c.admin} {
-			if a != "off" && a != "" && !isLoopback(a) {
+			if a != "off" && a != "" && !isLoopbackAddr(a) {
 				log.Warn("bearer tokens travel in plaintext on a non-loopback address: use -tls-cert/-tls-key", "addr", a)
 			}
 		}
@@ -295,7 +295,7 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
 	}
 	if !c.open {
 		for _, a := range []struct{ flag, addr string }{{"-addr", c.addr}, {"-admin", c.admin}} {
-			if a.addr != "off" && a.addr != "" && !isLoopback(a.addr) {
+			if a.addr != "off" && a.addr != "" && !isLoopbackAddr(a.addr) {
 				return nil, nil, usageErr("no -token: open mode on %s %s (not loopback) needs -open", a.flag, a.addr)
 			}
 		}
@@ -311,8 +311,8 @@ func checkHostPort(flagName, addr string) error {
 	return nil
 }
 
-// isLoopback reports whether host:port names a loopback host.
-func isLoopback(addr string) bool {
+// isLoopbackAddr reports whether host:port names a loopback host.
+func isLoopbackAddr(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return false
@@ -325,7 +325,7 @@ func isLoopback(addr string) bool {
 }
 
 // listen opens a TCP listener with a clear error for a port in use.
-func listen(what, addr string) (net.Listener, error) {
+func serveListen(what, addr string) (net.Listener, error) {
 	lis, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, fmt.Errorf("%s: address %s is already in use (another zbstream serve? pick another with -addr/-admin, port 0 for any)", what, addr)
@@ -363,7 +363,7 @@ func openBolt(dir string) (*server.BoltStore, error) {
 	return st, nil
 }
 
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageErr("-log-level %q: want debug, info, warn or error", level)
@@ -392,22 +392,22 @@ func authLog(t tokenTable) string {
 	return fmt.Sprintf("%d token(s)", len(t))
 }
 
-// byteSize is a flag of bytes with an optional unit: 1024, 64KiB, 10MiB,
+// serveByteSize is a flag of bytes with an optional unit: 1024, 64KiB, 10MiB,
 // 1GB.
-type byteSize int64
+type serveByteSize int64
 
-func (b *byteSize) String() string { return formatBytes(int64(*b)) }
+func (b *serveByteSize) String() string { return formatServeBytes(int64(*b)) }
 
-func (b *byteSize) Set(s string) error {
-	v, err := parseBytes(s)
+func (b *serveByteSize) Set(s string) error {
+	v, err := parseServeBytes(s)
 	if err != nil {
 		return err
 	}
-	*b = byteSize(v)
+	*b = serveByteSize(v)
 	return nil
 }
 
-var byteUnits = []struct {
+var serveByteUnits = []struct {
 	suffix string
 	mult   int64
 }{
@@ -415,9 +415,9 @@ var byteUnits = []struct {
 	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
 }
 
-func parseBytes(s string) (int64, error) {
+func parseServeBytes(s string) (int64, error) {
 	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range byteUnits {
+	for _, u := range serveByteUnits {
 		if strings.HasSuffix(strings.ToUpper(num), strings.ToUpper(u.suffix)) {
 			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
 			break
@@ -433,8 +433,8 @@ func parseBytes(s string) (int64, error) {
 	return n * mult, nil
 }
 
-func formatBytes(n int64) string {
-	for _, u := range byteUnits[:3] {
+func formatServeBytes(n int64) string {
+	for _, u := range serveByteUnits[:3] {
 		if n >= u.mult && n%u.mult == 0 && n/u.mult < 1024 {
 			return fmt.Sprintf("%d%s", n/u.mult, u.suffix)
 		}

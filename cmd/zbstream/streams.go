@@ -117,10 +117,10 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		f.token = os.Getenv(envToken)
 	}
 	if f.admin == "" {
-		f.admin = envOr(envAdmin, defaultAdminURL)
+		f.admin = streamsEnvOr(envAdmin, defaultAdminURL)
 	}
 	if f.endpoint == "" {
-		f.endpoint = envOr(envEndpoint, defaultEndpoint)
+		f.endpoint = streamsEnvOr(envEndpoint, defaultEndpoint)
 	}
 
 	// retire through the gRPC endpoint needs the admin only to learn the
@@ -170,7 +170,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func envOr(name, def string) string {
+func streamsEnvOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
@@ -183,17 +183,17 @@ func streamsListCmd(ctx context.Context, src streamSource, f *streamsFlags, stdo
 		return err
 	}
 	if f.json {
-		return writeIndented(stdout, list)
+		return streamsWriteJSON(stdout, list)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tTABLE\tPRINCIPAL\tTYPE\tWATERMARK\tRECORDS\tSTATE")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Kind, s.Table, s.Principal, s.RecordType, s.Watermark, s.Records, state(s))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", s.ID, s.Kind, s.Table, s.Principal, s.RecordType, s.Watermark, s.Records, streamState(s))
 	}
 	return tw.Flush()
 }
 
-func state(s streamInfo) string {
+func streamState(s streamInfo) string {
 	if s.Retired {
 		return "retired"
 	}
@@ -202,7 +202,7 @@ func state(s streamInfo) string {
 
 func printStream(w io.Writer, s streamInfo, asJSON bool) error {
 	if asJSON {
-		return writeIndented(w, s)
+		return streamsWriteJSON(w, s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "id:\t%s\n", s.ID)
@@ -215,11 +215,11 @@ func printStream(w io.Writer, s streamInfo, asJSON bool) error {
 	}
 	fmt.Fprintf(tw, "watermark:\t%d\n", s.Watermark)
 	fmt.Fprintf(tw, "records:\t%d\n", s.Records)
-	fmt.Fprintf(tw, "state:\t%s\n", state(s))
+	fmt.Fprintf(tw, "state:\t%s\n", streamState(s))
 	return tw.Flush()
 }
 
-func writeIndented(w io.Writer, v any) error {
+func streamsWriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -242,7 +242,7 @@ func streamsRecords(ctx context.Context, src streamSource, id string, f *streams
 		}
 		for _, r := range p.Records {
 			if r.JSON != nil {
-				r.JSON = compactJSON(r.JSON) // the admin endpoint indents its answers
+				r.JSON = adminCompactJSON(r.JSON) // the admin endpoint indents its answers
 			}
 			switch {
 			case f.json:
@@ -297,7 +297,7 @@ func streamsRetire(ctx context.Context, src streamSource, id string, f *streamsF
 		}
 	}
 	if f.json {
-		return writeIndented(stdout, struct {
+		return streamsWriteJSON(stdout, struct {
 			ID        string `json:"id"`
 			Retired   bool   `json:"retired"`
 			Watermark int64  `json:"watermark"`

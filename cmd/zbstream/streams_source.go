@@ -29,7 +29,7 @@ type streamSource interface {
 	close() error
 }
 
-func notFound(id string) error {
+func streamNotFound(id string) error {
 	return withCode(exitFailure, fmt.Errorf("stream %q not found", id))
 }
 
@@ -141,7 +141,7 @@ func (a *adminSource) show(ctx context.Context, id string) (streamInfo, error) {
 	var s streamInfo
 	err := a.get(ctx, "v1/streams/"+url.PathEscape(id), nil, &s)
 	if isNotFound(err) {
-		return s, notFound(id)
+		return s, streamNotFound(id)
 	}
 	return s, err
 }
@@ -151,7 +151,7 @@ func (a *adminSource) records(ctx context.Context, id string, from int64, limit 
 	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "limit": {strconv.Itoa(limit)}}
 	err := a.get(ctx, "v1/streams/"+url.PathEscape(id)+"/records", q, &p)
 	if isNotFound(err) {
-		return p, notFound(id)
+		return p, streamNotFound(id)
 	}
 	return p, err
 }
@@ -200,7 +200,7 @@ func (d *dataSource) list(ctx context.Context) ([]streamInfo, error) {
 func (d *dataSource) meta(ctx context.Context, id string) (server.StreamMeta, error) {
 	m, err := d.r.stream(ctx, id)
 	if errors.Is(err, server.ErrStreamNotFound) {
-		return m, notFound(id)
+		return m, streamNotFound(id)
 	}
 	return m, err
 }
