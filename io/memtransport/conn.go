@@ -43,10 +43,11 @@ type conn struct {
 	left    atomic.Bool // gone is closed
 	over    atomic.Bool // ended is closed
 	delayed atomic.Bool
-	stopped atomic.Bool // end was called: the server reads no more calls
-	outMu   sync.Mutex  // held while emitting in order
-	pending []outItem   // guarded by mu
-	seq     uint64      // numbering of pending items, guarded by mu
+	stopped atomic.Bool   // end was called: the server reads no more calls
+	outLock chan struct{} // held (full) while emitting in order: a lock synctest sees as blocking
+	space   chan struct{} // signalled when a pending item leaves
+	pending []outItem     // guarded by mu
+	seq     uint64        // numbering of pending items, guarded by mu
 
 	// Server state of the connection, used by the sender goroutine (and
 	// set up by Open before it returns).
@@ -78,6 +79,7 @@ func (s *Server) newConn(ctx context.Context, kind core.Kind) *conn {
 	c := &conn{
 		srv: s, kind: kind,
 		q: make(chan core.Response, s.opts.QueueSize), ended: make(chan struct{}), gone: make(chan struct{}),
+		outLock: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		told: core.NoOffset, maxRecv: core.NoOffset, lastAck: core.NoOffset,
 	}
 	c.mu.Lock()
@@ -117,6 +119,15 @@ func (c *conn) out(r core.Response, delay time.Duration) {
 	}
 	c.delayed.Store(true)
 	c.mu.Lock()
+	for len(c.pending) >= cap(c.q) { // held-back messages count toward the bound too
+		c.mu.Unlock()
+		select {
+		case <-c.space:
+		case <-c.ended:
+			return
+		}
+		c.mu.Lock()
+	}
 	if c.endErr != nil {
 		c.mu.Unlock()
 		return
@@ -165,8 +176,12 @@ func (c *conn) markDue(seq uint64) {
 // flush emits the pending items, in order, up to the first that is not
 // due yet.
 func (c *conn) flush() {
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
+	select {
+	case c.outLock <- struct{}{}:
+	case <-c.ended:
+		return
+	}
+	defer func() { <-c.outLock }()
 	for {
 		c.mu.Lock()
 		if len(c.pending) == 0 || c.endErr != nil || !c.pending[0].due {
@@ -176,6 +191,10 @@ func (c *conn) flush() {
 		it := c.pending[0]
 		c.pending = c.pending[1:]
 		c.mu.Unlock()
+		select {
+		case c.space <- struct{}{}:
+		default:
+		}
 		if it.end {
 			c.finish(it.err)
 			return

@@ -145,3 +145,21 @@ func TestCompletedConnectionLeavesNothing(t *testing.T) {
 		wantEnd(t, c, core.CodeOK) // the end does not change
 	})
 }
+
+// With delayed acks and a client that does not read, a blocked Send is
+// durably blocked: virtual time goes on, so a timeout of the client (here
+// an Abort after a minute) can fire and unblock it.
+func TestBlockedSendLetsVirtualTimeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memtransport.NewServer(memtransport.Options{QueueSize: 1})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+		c, _ := openStream(t, srv, ephemeral)
+		time.AfterFunc(time.Minute, c.Abort)
+		start := time.Now()
+		for i := int64(0); c.Send(streamCall(i)) == nil; i++ {
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("Send unblocked after %v", d)
+		}
+	})
+}

@@ -42,7 +42,8 @@ const (
 	FaultDrop
 	// FaultCommitThenDrop stores call After and then ends the connection
 	// with Code (default UNAVAILABLE) without acknowledging it: the
-	// lost-ack race a persistent resume reconciles.
+	// lost-ack race a persistent resume reconciles. After = 0 drops the
+	// connection right after the open response.
 	FaultCommitThenDrop
 	// FaultLoseAcks does not send the acks of calls from After on, one ack
 	// per act (Count acks in all). The calls are stored; the next ack that
@@ -95,6 +96,7 @@ var faultNames = [...]string{
 	FaultCreateWithoutID: "CreateWithoutID", FaultWrongOpenResponse: "WrongOpenResponse",
 }
 
+// String returns the kind's name without the Fault prefix ("Drop").
 func (k FaultKind) String() string {
 	if int(k) < len(faultNames) && faultNames[k] != "" {
 		return faultNames[k]
