@@ -1,13 +1,6 @@
 package memtransport
 
-import (
-	"context"
-	"sync"
-	"sync/atomic"
-
-	"github.com/zbstream/zbstream/core"
-	streamio "github.com/zbstream/zbstream/io"
-)
+import "sync"
 
 // DefaultQueueSize is the capacity of a connection's response queue when
 // Options.QueueSize is 0.
@@ -64,68 +57,3 @@ func NewServer(opts Options) *Server {
 // connections already open, until it has acted Count times or is removed
 // through the returned handle.
 func (s *Server) Inject(f Fault) *FaultHandle { return s.faults.add(f) }
-
-// Transport returns a transport whose connections reach this server.
-// Every call returns an equivalent transport.
-func (s *Server) Transport() streamio.Transport { return transport{s} }
-
-// transport is the client side of a Server.
-type transport struct{ s *Server }
-
-var _ streamio.Transport = transport{}
-
-// Open starts a connection: it performs the handshake synchronously and
-// queues the answer (or the status that ends the call) for Recv.
-func (t transport) Open(ctx context.Context, req streamio.OpenRequest) (streamio.Conn, error) {
-	return t.s.open(ctx, req)
-}
-
-// InvalidateCredentials counts the call (Stats.CredentialInvalidations);
-// the in-memory server has no credentials.
-func (t transport) InvalidateCredentials() { t.s.stats.invalidations.Add(1) }
-
-// Stats are a Server's counters since it was created.
-type Stats struct {
-	// Opens counts calls of Transport.Open, failed ones included.
-	Opens int64
-	// Creates and Resumes count the handshakes the server accepted (a
-	// repeated idempotent create counts as a create).
-	Creates int64
-	Resumes int64
-	// Calls counts ingest calls received on open connections.
-	Calls int64
-	// Stored counts the ingest calls stored, Records the records in them
-	// (both stay 0 in ack-only mode). A duplicate call is not stored again.
-	Stored  int64
-	Records int64
-	// CredentialInvalidations counts calls of
-	// Transport.InvalidateCredentials.
-	CredentialInvalidations int64
-}
-
-type counters struct {
-	opens, creates, resumes, calls, stored, records, invalidations atomic.Int64
-}
-
-// Stats returns the server's counters.
-func (s *Server) Stats() Stats {
-	c := &s.stats
-	return Stats{
-		Opens: c.opens.Load(), Creates: c.creates.Load(), Resumes: c.resumes.Load(),
-		Calls: c.calls.Load(), Stored: c.stored.Load(), Records: c.records.Load(),
-		CredentialInvalidations: c.invalidations.Load(),
-	}
-}
-
-// connError is the *core.ConnectionError of a status.
-func connError(code core.Code, msg string) error {
-	return &core.ConnectionError{Code: code, Err: statusError{code, msg}}
-}
-
-// statusError is the message of a status, as a gRPC status error reads.
-type statusError struct {
-	code core.Code
-	msg  string
-}
-
-func (e statusError) Error() string { return "memtransport: " + e.code.String() + ": " + e.msg }
