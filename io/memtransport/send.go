@@ -162,9 +162,7 @@ func (c *conn) ack(v int64) {
 		switch f.Kind {
 		case FaultAckAbove:
 			r.Offset = max(c.maxRecv, v)
-			if r.Offset < math.MaxInt64 {
-				r.Offset++
-			}
+			r.Offset += min(max(f.Above, 1), math.MaxInt64-r.Offset) // saturating
 		case FaultAckBelowFloor:
 			r.Offset = min(c.lastAck, v) - 1
 		default: // FaultAckWithoutOffset
