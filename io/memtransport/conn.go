@@ -75,6 +75,9 @@ func (s *Server) newConn(ctx context.Context, kind core.Kind) *conn {
 		outLock: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		told: core.NoOffset, maxRecv: core.NoOffset, lastAck: core.NoOffset,
 	}
+	s.mu.Lock()
+	s.live[c] = struct{}{}
+	s.mu.Unlock()
 	c.mu.Lock()
 	c.stopCtx = context.AfterFunc(ctx, func() { c.leave(ctxError(ctx)) })
 	c.mu.Unlock()
@@ -83,10 +86,16 @@ func (s *Server) newConn(ctx context.Context, kind core.Kind) *conn {
 
 // finish ends the connection at once with err, if it has not ended yet.
 func (c *conn) finish(err error) {
+	if c.finishLocked(err) {
+		c.srv.forget(c)
+	}
+}
+
+func (c *conn) finishLocked(err error) (first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.endErr != nil {
-		return
+		return false
 	}
 	c.endErr = err
 	c.over.Store(true)
@@ -103,6 +112,7 @@ func (c *conn) finish(err error) {
 	if c.stopCtx != nil {
 		c.stopCtx()
 	}
+	return true
 }
 
 // leave is the client's end (Abort or the context): the connection ends

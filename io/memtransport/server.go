@@ -1,6 +1,10 @@
 package memtransport
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/zbstream/zbstream/core"
+)
 
 // DefaultQueueSize is the capacity of a connection's response queue when
 // Options.QueueSize is 0.
@@ -41,6 +45,7 @@ type Server struct {
 	streams   map[string]*stream
 	order     []*stream // creation order
 	byRequest map[string]*stream
+	live      map[*conn]struct{} // connections not ended yet
 	nextID    int
 }
 
@@ -49,7 +54,8 @@ func NewServer(opts Options) *Server {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
-	return &Server{opts: opts, streams: map[string]*stream{}, byRequest: map[string]*stream{}}
+	return &Server{opts: opts, streams: map[string]*stream{}, byRequest: map[string]*stream{},
+		live: map[*conn]struct{}{}}
 }
 
 // Inject arms a fault; see FaultKind for what each kind does. It acts on
@@ -57,3 +63,31 @@ func NewServer(opts Options) *Server {
 // connections already open, until it has acted Count times or is removed
 // through the returned handle.
 func (s *Server) Inject(f Fault) *FaultHandle { return s.faults.add(f) }
+
+// DropConnections ends every live connection at once with code (default
+// CodeUnavailable), as a server restart would: responses not queued yet
+// are lost, streams and their logs are kept. It returns how many
+// connections it ended.
+func (s *Server) DropConnections(code core.Code) int {
+	if code == core.CodeOK {
+		code = core.CodeUnavailable
+	}
+	s.mu.Lock()
+	live := make([]*conn, 0, len(s.live))
+	for c := range s.live {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	err := connError(code, "server restarted")
+	for _, c := range live {
+		c.finish(err)
+	}
+	return len(live)
+}
+
+// forget drops an ended connection from the live set.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, c)
+}
