@@ -66,7 +66,7 @@ func TestAbortUnblocksSend(t *testing.T) {
 		default:
 		}
 		c.Abort()
-		<-done // the call was received; its ack could not be queued
+		wantCode(t, <-done, core.CodeCanceled)
 		wantEnd(t, c, core.CodeCanceled)
 	})
 }
@@ -161,5 +161,21 @@ func TestBlockedSendLetsVirtualTimeRun(t *testing.T) {
 		if d := time.Since(start); d != time.Minute {
 			t.Fatalf("Send unblocked after %v", d)
 		}
+	})
+}
+
+func TestFenceUnblocksSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memtransport.NewServer(memtransport.Options{QueueSize: 2})
+		c, r := openStream(t, srv, persistent)
+		send(t, c, 0, "a")
+		send(t, c, 1, "b")
+		done := make(chan error)
+		go func() { done <- c.Send(streamCall(2)) }()
+		synctest.Wait()
+		openStream(t, srv, resumeOf(r.StreamID))
+		wantCode(t, <-done, core.CodeAborted)
+		wantAcks(t, c, 0, 1)
+		wantEnd(t, c, core.CodeAborted)
 	})
 }
