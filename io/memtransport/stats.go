@@ -1,8 +1,6 @@
 package memtransport
 
-import (
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // Stats are a Server's counters since it was created.
 type Stats struct {
