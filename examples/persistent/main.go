@@ -4,6 +4,9 @@
 //
 //	go run ./examples/persistent                        # creates; prints the id
 //	ZBSTREAM_STREAM_ID=<id> go run ./examples/persistent # resumes it
+//
+// Resuming needs a server that outlives the process: set ZBSTREAM_ENDPOINT,
+// ZBSTREAM_TOKEN and ZBSTREAM_TABLE (for instance for "zbstream serve").
 package main
 
 import (
