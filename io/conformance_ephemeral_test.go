@@ -1,0 +1,338 @@
+package io_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zbstream/zbstream/core"
+	streamio "github.com/zbstream/zbstream/io"
+	"github.com/zbstream/zbstream/io/memtransport"
+)
+
+// §8 ephemeral: create ok / timeout / non-retryable error / retries then ok
+// / retries exhausted.
+func TestEphemeralOpen(t *testing.T) {
+	tests := []struct {
+		name      string
+		faults    []memtransport.Fault
+		wantErr   func(t *testing.T, err error)
+		wantOpens int64 // connection attempts seen by the server
+	}{
+		{name: "ok", wantOpens: 1},
+		{
+			name:      "hung once then ok",
+			faults:    []memtransport.Fault{{Kind: memtransport.FaultHangOpen}},
+			wantOpens: 2,
+		},
+		{
+			name:   "open timeout exhausts retries",
+			faults: []memtransport.Fault{{Kind: memtransport.FaultHangOpen, Count: memtransport.Unlimited}},
+			wantErr: func(t *testing.T, err error) {
+				wantIs(t, "Open", err, core.ErrRetriesExhausted)
+				wantIs(t, "Open", err, core.ErrOpenTimeout)
+				wantCode(t, "Open", err, core.CodeDeadlineExceeded)
+			},
+			wantOpens: 4, // the first attempt and 3 retries
+		},
+		{
+			name:   "not found is not retried",
+			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodeNotFound, Count: memtransport.Unlimited}},
+			wantErr: func(t *testing.T, err error) {
+				wantCode(t, "Open", err, core.CodeNotFound)
+				var re *core.RetryError
+				if errors.As(err, &re) {
+					t.Fatalf("Open = %v, want no retry", err)
+				}
+			},
+			wantOpens: 1,
+		},
+		{
+			name:      "permission denied at dial is not retried",
+			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodePermissionDenied, AtOpen: true, Count: memtransport.Unlimited}},
+			wantErr:   func(t *testing.T, err error) { wantCode(t, "Open", err, core.CodePermissionDenied) },
+			wantOpens: 1,
+		},
+		{
+			name:      "retries then ok",
+			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Count: 2}},
+			wantOpens: 3,
+		},
+		{
+			name:   "retries exhausted",
+			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Count: memtransport.Unlimited}},
+			wantErr: func(t *testing.T, err error) {
+				var re *core.RetryError
+				if !errors.As(err, &re) || re.Attempts != 3 {
+					t.Fatalf("Open = %v, want a *core.RetryError after 3 attempts", err)
+				}
+				wantIs(t, "Open", err, core.ErrRetriesExhausted)
+				wantCode(t, "Open", err, core.CodeUnavailable)
+			},
+			wantOpens: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				for _, f := range tt.faults {
+					srv.Inject(f)
+				}
+				s, err := streamio.Open(context.Background(), srv.Transport(), config(core.Ephemeral), streamio.Options{})
+				if got := srv.Stats().Opens; got != tt.wantOpens {
+					t.Errorf("server saw %d opens, want %d", got, tt.wantOpens)
+				}
+				if tt.wantErr != nil {
+					if s != nil || err == nil {
+						t.Fatalf("Open = %v, %v; want an error", s, err)
+					}
+					tt.wantErr(t, err)
+					return
+				}
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer s.Close(context.Background())
+				if s.StreamID() == "" {
+					t.Error("StreamID is empty after a create")
+				}
+				st := s.Stats()
+				if st.Opens != tt.wantOpens || st.Reconnects != tt.wantOpens-1 {
+					t.Errorf("Stats opens/reconnects = %d/%d, want %d/%d", st.Opens, st.Reconnects, tt.wantOpens, tt.wantOpens-1)
+				}
+				ingest(t, s, 0, 0)
+				if err := s.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 1))
+			})
+		})
+	}
+}
+
+// §8 ephemeral: single, batch, mixed, empty batch.
+func TestEphemeralIngestShapes(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+		ctx := context.Background()
+		ingest(t, s, 0, 0)
+		off, err := s.IngestBatch(ctx, [][]byte{rec(1), rec(2), rec(3)})
+		if err != nil || off != 1 {
+			t.Fatalf("IngestBatch = %d, %v; want 1, nil", off, err)
+		}
+		off, err = s.IngestBatch(ctx, nil)
+		if err != nil || off != core.NoOffset {
+			t.Fatalf("IngestBatch(nil) = %d, %v; want NoOffset, nil", off, err)
+		}
+		off, err = s.IngestBatch(ctx, [][]byte{})
+		if err != nil || off != core.NoOffset {
+			t.Fatalf("IngestBatch(empty) = %d, %v; want NoOffset, nil", off, err)
+		}
+		ingest(t, s, 4, 2)
+		off, err = s.IngestBatch(ctx, [][]byte{rec(5)})
+		if err != nil || off != 3 {
+			t.Fatalf("IngestBatch(one) = %d, %v; want 3, nil", off, err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		id := s.StreamID()
+		got := srv.Batches(id)
+		want := []memtransport.Batch{
+			{Offset: 0, Records: [][]byte{rec(0)}},
+			{Offset: 1, Records: [][]byte{rec(1), rec(2), rec(3)}},
+			{Offset: 2, Records: [][]byte{rec(4)}},
+			{Offset: 3, Records: [][]byte{rec(5)}},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("server batches = %v, want %v", got, want)
+		}
+		st := s.Stats()
+		if st.Accepted != 4 || st.Records != 6 || st.Acknowledged != 4 || st.InFlightCalls != 0 {
+			t.Fatalf("Stats = %+v, want 4 calls, 6 records, 4 acknowledged, none in flight", st)
+		}
+		if n := srv.Stats().Calls; n != 4 {
+			t.Fatalf("server received %d calls, want 4 (empty batches send nothing)", n)
+		}
+	})
+}
+
+// §8 ephemeral: oversize rejected, nothing queued.
+func TestEphemeralOversize(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		cfg := config(core.Ephemeral)
+		cfg.MaxCallBytes = 16
+		s := open(t, srv, cfg, streamio.Options{})
+		ctx := context.Background()
+		big := make([]byte, 17)
+		for name, call := range map[string]func() (int64, error){
+			"record": func() (int64, error) { return s.IngestRecord(ctx, big) },
+			"batch":  func() (int64, error) { return s.IngestBatch(ctx, [][]byte{big[:9], big[:8]}) },
+		} {
+			off, err := call()
+			var le *core.LimitError
+			if off != core.NoOffset || !errors.As(err, &le) || le.Got != 17 || le.Max != 16 {
+				t.Fatalf("%s: ingest = %d, %v; want NoOffset and a *core.LimitError 17 > 16", name, off, err)
+			}
+			wantIs(t, name, err, core.ErrCallTooLarge)
+		}
+		if st := s.Stats(); st.Accepted != 0 || st.InFlightCalls != 0 || st.InFlightBytes != 0 {
+			t.Fatalf("Stats = %+v after refused calls, want nothing accepted", st)
+		}
+		if s.LastAssigned() != core.NoOffset || len(s.Unacked()) != 0 || s.Err() != nil {
+			t.Fatalf("refused calls changed the stream: last %d, unacked %v, err %v", s.LastAssigned(), s.Unacked(), s.Err())
+		}
+		ingest(t, s, 0, 0) // the stream goes on, offsets stay dense
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if n := srv.Stats().Calls; n != 1 {
+			t.Fatalf("server received %d calls, want 1", n)
+		}
+	})
+}
+
+// §8 ephemeral: ingest after close rejected.
+func TestEphemeralIngestAfterClose(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+		ctx := context.Background()
+		ingest(t, s, 0, 0)
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if off, err := s.IngestRecord(ctx, rec(1)); off != core.NoOffset || !errors.Is(err, core.ErrClosed) {
+			t.Fatalf("IngestRecord after Close = %d, %v; want ErrClosed", off, err)
+		}
+		if off, err := s.IngestBatch(ctx, [][]byte{rec(1)}); off != core.NoOffset || !errors.Is(err, core.ErrClosed) {
+			t.Fatalf("IngestBatch after Close = %d, %v; want ErrClosed", off, err)
+		}
+		if st := s.Stats(); st.Accepted != 1 {
+			t.Fatalf("Stats.Accepted = %d, want 1", st.Accepted)
+		}
+	})
+}
+
+// §8 ephemeral: close flushes, is idempotent, works after an error and
+// concurrently.
+func TestEphemeralClose(t *testing.T) {
+	t.Run("flushes", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
+			var r recorder
+			s := open(t, srv, config(core.Ephemeral), r.options())
+			ingestN(t, s, 5, 0)
+			if err := s.Close(context.Background()); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			select {
+			case <-s.Done():
+			default:
+				t.Fatal("Done is open after Close")
+			}
+			wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 5))
+			if len(s.Unacked()) != 0 || s.Err() != nil {
+				t.Fatalf("after Close: unacked %v, err %v", s.Unacked(), s.Err())
+			}
+			acked, failed, _ := r.snapshot()
+			wantOffsets(t, "acked", acked, span(0, 5))
+			wantOffsets(t, "failed", failed, nil)
+			if st := s.Stats(); st.Acknowledged != 5 || st.InFlightCalls != 0 {
+				t.Fatalf("Stats = %+v", st)
+			}
+		})
+	})
+	t.Run("idempotent and concurrent", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			ingestN(t, s, 3, 0)
+			var wg sync.WaitGroup
+			errs := make([]error, 8)
+			for i := range errs {
+				wg.Go(func() { errs[i] = s.Close(context.Background()) })
+			}
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("Close #%d: %v", i, err)
+				}
+			}
+			if err := s.Close(context.Background()); err != nil {
+				t.Fatalf("Close again: %v", err)
+			}
+			wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 3))
+		})
+	})
+	t.Run("after an error", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 2})
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			ingestN(t, s, 2, 0)
+			<-s.Done()
+			for i := range 3 {
+				err := s.Close(context.Background())
+				wantViolation(t, "Close", err, core.AckAboveSent)
+				if i == 0 && !errors.Is(s.Err(), err) {
+					t.Fatalf("Close = %v, Err = %v; want the same", err, s.Err())
+				}
+			}
+			off, err := s.IngestRecord(context.Background(), rec(9))
+			if off != core.NoOffset || !errors.Is(err, core.ErrStreamFailed) {
+				t.Fatalf("IngestRecord after failure = %d, %v; want ErrStreamFailed", off, err)
+			}
+			wantViolation(t, "IngestRecord", err, core.AckAboveSent)
+		})
+	})
+}
+
+// §8 ephemeral: ingest blocks at the window and unblocks when acks arrive
+// (delayed acks) or after recovery resends what lost its acks.
+func TestEphemeralWindowBlocks(t *testing.T) {
+	tests := []struct {
+		name          string
+		fault         memtransport.Fault
+		wantReconnect int64
+	}{
+		{"acks delayed", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, 0},
+		{"acks lost", memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				srv.Inject(tt.fault)
+				cfg := config(core.Ephemeral)
+				cfg.MaxInflightCalls = 2
+				s := open(t, srv, cfg, streamio.Options{})
+				ingestN(t, s, 2, 0)
+				res := asyncIngest(context.Background(), s, 2)
+				if r, ok := poll(res); ok {
+					t.Fatalf("IngestRecord returned %d, %v with a full window", r.off, r.err)
+				}
+				if st := s.Stats(); st.Accepted != 2 || st.InFlightCalls != 2 {
+					t.Fatalf("Stats = %+v while blocked", st)
+				}
+				r := <-res
+				if r.err != nil || r.off != 2 {
+					t.Fatalf("IngestRecord = %d, %v; want 2, nil", r.off, r.err)
+				}
+				if err := s.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				if got := s.Stats().Reconnects; got != tt.wantReconnect {
+					t.Fatalf("Reconnects = %d, want %d", got, tt.wantReconnect)
+				}
+				all := storedAll(srv)
+				if len(all) != 1+int(tt.wantReconnect) {
+					t.Fatalf("server streams = %q, want %d", all, 1+tt.wantReconnect)
+				}
+				// Lost acks: the first connection stored 0 and 1, the second
+				// got them again (at-least-once) and then 2.
+				wantStrings(t, "last server stream", all[len(all)-1], recs(0, 3))
+			})
+		})
+	}
+}
