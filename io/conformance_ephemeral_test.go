@@ -336,3 +336,232 @@ func TestEphemeralWindowBlocks(t *testing.T) {
 		})
 	}
 }
+
+// §8 ephemeral: flush waits, times out (the stream goes on), returns at
+// once when empty, covers only earlier offsets.
+func TestEphemeralFlush(t *testing.T) {
+	t.Run("waits", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			ingestN(t, s, 3, 0)
+			if err := s.Flush(context.Background()); err != nil {
+				t.Fatalf("Flush: %v", err)
+			}
+			if s.LastDurable() != 2 || s.Stats().Acknowledged != 3 {
+				t.Fatalf("after Flush: last durable %d, stats %+v", s.LastDurable(), s.Stats())
+			}
+		})
+	})
+	t.Run("times out", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 1})
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{FlushTimeout: time.Second})
+			ingest(t, s, 0, 0)
+			err := s.Flush(context.Background())
+			wantIs(t, "Flush", err, streamio.ErrFlushTimeout)
+			if s.Err() != nil || s.LastDurable() != core.NoOffset {
+				t.Fatalf("after a flush timeout: err %v, last durable %d", s.Err(), s.LastDurable())
+			}
+			select {
+			case <-s.Done():
+				t.Fatal("a flush timeout ended the stream")
+			default:
+			}
+			ingest(t, s, 1, 1) // still usable
+			if err := s.Wait(context.Background(), 1); err != nil {
+				t.Fatalf("Wait(1): %v", err)
+			}
+			if err := s.Close(context.Background()); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 2))
+		})
+	})
+	t.Run("empty returns at once", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // a flush with nothing to wait for never looks at ctx
+			if err := s.Flush(ctx); err != nil {
+				t.Fatalf("Flush of an empty stream: %v", err)
+			}
+			ingest(t, s, 0, 0)
+			if err := s.Flush(context.Background()); err != nil {
+				t.Fatalf("Flush: %v", err)
+			}
+			if err := s.Flush(ctx); err != nil {
+				t.Fatalf("Flush with everything durable: %v", err)
+			}
+		})
+	})
+	t.Run("covers only earlier offsets", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			// Offset 0's ack comes after 5 s, offset 1's after 30 s more.
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 1, Delay: 5 * time.Second})
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: 35 * time.Second})
+			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			ingest(t, s, 0, 0)
+			flushed := async(func() error { return s.Flush(context.Background()) })
+			if err, ok := poll(flushed); ok {
+				t.Fatalf("Flush returned %v before offset 0 was acknowledged", err)
+			}
+			ingest(t, s, 1, 1) // after Flush began: not its business
+			if err := <-flushed; err != nil {
+				t.Fatalf("Flush: %v", err)
+			}
+			if d := s.LastDurable(); d != 0 {
+				t.Fatalf("Flush returned with last durable %d, want 0 (offset 1 still in flight)", d)
+			}
+			if st := s.Stats(); st.InFlightCalls != 1 {
+				t.Fatalf("Stats = %+v, want offset 1 in flight", st)
+			}
+			if err := s.Flush(context.Background()); err != nil {
+				t.Fatalf("second Flush: %v", err)
+			}
+			if d := s.LastDurable(); d != 1 {
+				t.Fatalf("last durable %d, want 1", d)
+			}
+		})
+	})
+}
+
+// §8 ephemeral: ack timeout triggers recovery and a resend.
+func TestEphemeralAckTimeoutRecovers(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		var r recorder
+		s := open(t, srv, config(core.Ephemeral), r.options())
+		ingestN(t, s, 3, 0)
+		settle(ackTimeout - time.Second)
+		if st := s.Stats(); st.Reconnects != 0 || st.Acknowledged != 0 {
+			t.Fatalf("Stats = %+v before the ack timeout", st)
+		}
+		if err := s.Flush(context.Background()); err != nil {
+			t.Fatalf("Flush: %v", err)
+		}
+		st := s.Stats()
+		if st.Reconnects != 1 || st.Resent != 3 || st.Acknowledged != 3 || st.Sent != 6 {
+			t.Fatalf("Stats = %+v, want 1 reconnect, 3 resent, 6 sent, 3 acknowledged", st)
+		}
+		all := storedAll(srv)
+		if len(all) != 2 {
+			t.Fatalf("server streams %q, want 2", all)
+		}
+		wantStrings(t, "first connection", all[0], recs(0, 3))
+		wantStrings(t, "second connection", all[1], recs(0, 3))
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		acked, _, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, 3))
+	})
+}
+
+// §8 ephemeral: pending records fail on a terminal error, once each, and
+// stay retrievable with Unacked, grouped as ingested, identically on every
+// call.
+func TestEphemeralTerminalFailure(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault memtransport.Fault
+		check func(t *testing.T, err error)
+	}{
+		{
+			"non-retryable status",
+			memtransport.Fault{Kind: memtransport.FaultDrop, After: 3, Code: core.CodePermissionDenied},
+			func(t *testing.T, err error) { wantCode(t, "Err", err, core.CodePermissionDenied) },
+		},
+		{
+			"protocol violation",
+			memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 3},
+			func(t *testing.T, err error) { wantViolation(t, "Err", err, core.AckAboveSent) },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2})
+				srv.Inject(tt.fault)
+				var r recorder
+				s := open(t, srv, config(core.Ephemeral), r.options())
+				ctx := context.Background()
+				ingest(t, s, 0, 0)
+				if off, err := s.IngestBatch(ctx, [][]byte{rec(1), rec(2)}); off != 1 || err != nil {
+					t.Fatalf("IngestBatch = %d, %v", off, err)
+				}
+				ingest(t, s, 3, 2)
+				<-s.Done()
+				tt.check(t, s.Err())
+				want := []core.Batch{
+					{Offset: 0, Records: [][]byte{rec(0)}},
+					{Offset: 1, Records: [][]byte{rec(1), rec(2)}},
+					{Offset: 2, Records: [][]byte{rec(3)}},
+				}
+				for i := range 3 {
+					if got := s.Unacked(); !reflect.DeepEqual(got, want) {
+						t.Fatalf("Unacked call %d = %v, want %v", i, got, want)
+					}
+				}
+				for o := range int64(3) {
+					err := s.Wait(ctx, o)
+					wantIs(t, "Wait", err, core.ErrStreamFailed)
+					tt.check(t, err)
+				}
+				err := s.Close(ctx)
+				tt.check(t, err)
+				if got := s.Unacked(); !reflect.DeepEqual(got, want) {
+					t.Fatalf("Unacked after Close = %v, want %v", got, want)
+				}
+				if st := s.Stats(); st.Failed != 3 || st.Acknowledged != 0 {
+					t.Fatalf("Stats = %+v, want 3 failed", st)
+				}
+				acked, failed, errs := r.snapshot()
+				wantOffsets(t, "acked", acked, nil)
+				wantOffsets(t, "failed", failed, span(0, 3))
+				for _, e := range errs {
+					tt.check(t, e)
+				}
+			})
+		})
+	}
+}
+
+// §8 ephemeral: after a retryable error everything unacknowledged is sent
+// again, in order, on a new connection.
+func TestEphemeralResendInOrder(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		// Call 3 is lost with the connection; 0 and 1 were acknowledged.
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 3})
+		var r recorder
+		s := open(t, srv, config(core.Ephemeral), r.options())
+		ctx := context.Background()
+		ingest(t, s, 0, 0)
+		ingest(t, s, 1, 1)
+		if off, err := s.IngestBatch(ctx, [][]byte{rec(2), rec(3)}); off != 2 || err != nil {
+			t.Fatalf("IngestBatch = %d, %v", off, err)
+		}
+		for i := 4; i < 8; i++ {
+			ingest(t, s, i, int64(i-1))
+		}
+		if err := s.Close(ctx); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		all := storedAll(srv)
+		if len(all) != 2 {
+			t.Fatalf("server streams %q, want 2", all)
+		}
+		wantStrings(t, "first connection", all[0], recs(0, 2))
+		wantStrings(t, "second connection", all[1], recs(2, 8))
+		second := srv.Streams()[1].ID
+		if b := srv.Batches(second); len(b) != 5 || len(b[0].Records) != 2 || b[0].Offset != 0 {
+			t.Fatalf("second connection's batches = %v, want the batch first under wire offset 0", b)
+		}
+		st := s.Stats()
+		if st.Reconnects != 1 || st.Resent < 1 || st.Acknowledged != 7 {
+			t.Fatalf("Stats = %+v", st)
+		}
+		acked, _, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, 7))
+	})
+}
