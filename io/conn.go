@@ -181,6 +181,13 @@ func (s *Stream) ended(c *conn, err error) {
 	if c.aborted {
 		return
 	}
+	// Messages the server sent before the end may wait behind sends that
+	// have returned since: feed them first, or their acks are lost and
+	// the records they cover are sent again for nothing.
+	s.reportSent(c)
+	if c.aborted {
+		return
+	}
 	code := codeOf(err)
 	cause := err
 	var ce *core.ConnectionError
@@ -232,9 +239,11 @@ func (s *Stream) sendLoop(c *conn) {
 		}
 		for i := range batch {
 			if err := c.h.Send(batch[i]); err != nil {
-				s.lock()
-				s.ended(c, err)
-				s.mu.Unlock()
+				// The connection has ended. Its end arrives through Recv
+				// too, after every message the server sent before it:
+				// the receiver reports it once those are delivered, so
+				// that no ack the server sent is lost (and its records
+				// sent again) because the sender saw the end first.
 				return
 			}
 			c.sent.Store(batch[i].Wire)
