@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/zbstream/zbstream/core"
@@ -564,4 +565,164 @@ func TestEphemeralResendInOrder(t *testing.T) {
 		acked, _, _ := r.snapshot()
 		wantOffsets(t, "acked", acked, span(0, 7))
 	})
+}
+
+// §8 ephemeral: close-signal grace variants. Offset 0's ack is lost, so it
+// is in flight when the signal comes after call 1; records 1 and 2 are
+// ingested during the pause and go out only on the next connection, after
+// 0 is sent again (at-least-once).
+func TestEphemeralCloseSignalGrace(t *testing.T) {
+	tests := []struct {
+		name       string
+		lose       bool          // lose offset 0's ack: something stays in flight
+		signal     time.Duration // the server's duration (0 with noDuration: none)
+		noDuration bool
+		maxGrace   time.Duration
+		paused     time.Duration // still on the first connection this long after the signal
+	}{
+		{name: "server duration shorter than MaxGrace", lose: true, signal: 10 * time.Second, maxGrace: maxGrace, paused: 10 * time.Second},
+		{name: "MaxGrace shorter than the server duration", lose: true, signal: 10 * time.Minute, maxGrace: maxGrace, paused: maxGrace},
+		{name: "grace longer than the ack timeout", lose: true, signal: 2 * ackTimeout, maxGrace: 3 * ackTimeout, paused: 2 * ackTimeout},
+		{name: "server duration 0", lose: true, signal: 0, maxGrace: maxGrace},
+		{name: "no duration", lose: true, noDuration: true, maxGrace: maxGrace},
+		{name: "MaxGrace 0", lose: true, signal: 10 * time.Second, maxGrace: 0},
+		{name: "early exit when all acked", signal: 10 * time.Minute, maxGrace: 15 * time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				if tt.lose {
+					srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 1})
+				}
+				srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 1, Delay: tt.signal, NoDuration: tt.noDuration})
+				cfg := config(core.Ephemeral)
+				cfg.MaxGrace = tt.maxGrace
+				var r recorder
+				s := open(t, srv, cfg, r.options())
+				ingest(t, s, 0, 0)
+				synctest.Wait() // the signal is in
+				ingest(t, s, 1, 1)
+				ingest(t, s, 2, 2)
+				if tt.paused > 0 {
+					settle(tt.paused - time.Millisecond)
+					if n := len(srv.Streams()); n != 1 {
+						t.Fatalf("%d server streams %v into the pause, want 1", n, tt.paused-time.Millisecond)
+					}
+					if st := s.Stats(); st.Sent != 1 || st.Reconnects != 0 {
+						t.Fatalf("Stats = %+v during the pause, want 1 sent and no reconnect", st)
+					}
+				}
+				// A rotation reconnects at once when the grace ends; a
+				// connection the server ended cleanly is retried after
+				// at most one backoff.
+				settle(time.Millisecond + backoffMax)
+				if n := len(srv.Streams()); n != 2 {
+					t.Fatalf("%d server streams after the grace, want 2", n)
+				}
+				if err := s.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				all := storedAll(srv)
+				wantStrings(t, "first connection", all[0], recs(0, 1))
+				if tt.lose {
+					wantStrings(t, "second connection", all[1], recs(0, 3))
+				} else {
+					wantStrings(t, "second connection", all[1], recs(1, 3))
+				}
+				acked, _, _ := r.snapshot()
+				wantOffsets(t, "acked", acked, span(0, 3))
+				if st := s.Stats(); st.Reconnects != 1 {
+					t.Fatalf("Reconnects = %d, want 1", st.Reconnects)
+				}
+			})
+		})
+	}
+}
+
+// §8 ephemeral: callbacks once per offset, in order, across a reconnect
+// that resends.
+func TestEphemeralCallbacksOncePerOffset(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 3, Count: 2})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 5})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
+		var r recorder
+		s := open(t, srv, config(core.Ephemeral), r.options())
+		ingestN(t, s, 20, 0)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		acked, failed, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, 20))
+		wantOffsets(t, "failed", failed, nil)
+		if st := s.Stats(); st.Acknowledged != 20 || st.Reconnects != 1 {
+			t.Fatalf("Stats = %+v", st)
+		}
+	})
+}
+
+// §8 ephemeral: duplicate acks change nothing, the ack timer included.
+// Every ack comes twice; offset 1's ack is lost, so the ack timer, armed
+// when offset 1 entered flight, fires AckTimeout after the last ack that
+// advanced, whatever duplicates came since.
+func TestEphemeralDuplicateAcks(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2})
+		var r recorder
+		s := open(t, srv, config(core.Ephemeral), r.options())
+		ingest(t, s, 0, 0)
+		ingest(t, s, 1, 1)
+		settle(ackTimeout - time.Millisecond)
+		if st := s.Stats(); st.Acknowledged != 1 || st.Reconnects != 0 || s.Err() != nil {
+			t.Fatalf("Stats = %+v, err %v before the ack timeout; want offset 0 acknowledged once", st, s.Err())
+		}
+		settle(time.Millisecond + backoffMax)
+		if st := s.Stats(); st.Reconnects != 1 || st.Acknowledged != 2 {
+			t.Fatalf("Stats = %+v after the ack timeout, want a reconnect and both acknowledged", st)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		acked, _, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, 2))
+	})
+}
+
+// §8 ephemeral: over-acks, regressive acks and acks without an offset fail
+// the stream with a *core.ProtocolError; the pending records fail with it.
+func TestEphemeralHostileAcks(t *testing.T) {
+	tests := []struct {
+		kind memtransport.FaultKind
+		rule core.Violation
+	}{
+		{memtransport.FaultAckAbove, core.AckAboveSent},
+		{memtransport.FaultAckBelowFloor, core.AckBelowFloor},
+		{memtransport.FaultAckWithoutOffset, core.AckMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.kind.String(), func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				srv.Inject(memtransport.Fault{Kind: tt.kind, After: 2})
+				var r recorder
+				s := open(t, srv, config(core.Ephemeral), r.options())
+				ingest(t, s, 0, 0)
+				if err := s.Wait(context.Background(), 0); err != nil {
+					t.Fatalf("Wait(0): %v", err)
+				}
+				ingest(t, s, 1, 1)
+				<-s.Done()
+				wantViolation(t, "Err", s.Err(), tt.rule)
+				err := s.Close(context.Background())
+				wantViolation(t, "Close", err, tt.rule)
+				wantOffsets(t, "Unacked", unackedOffsets(s), []int64{1})
+				if st := s.Stats(); st.Acknowledged != 1 || st.Failed != 1 || st.Reconnects != 0 {
+					t.Fatalf("Stats = %+v, want 1 acknowledged, 1 failed, no reconnect", st)
+				}
+				acked, failed, _ := r.snapshot()
+				wantOffsets(t, "acked", acked, []int64{0})
+				wantOffsets(t, "failed", failed, []int64{1})
+			})
+		})
+	}
 }
