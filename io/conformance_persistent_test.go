@@ -253,16 +253,17 @@ func TestPersistentCommitThenDrop(t *testing.T) {
 			cfg := config(core.Persistent)
 			cfg.DisableRecovery = true
 			s := open(t, srv, cfg, streamio.Options{})
-			ingestN(t, s, 3, 0)
+			ingestN(t, s, 2, 0)
 			<-s.Done()
 			err := s.Close(context.Background())
 			wantCode(t, "Close", err, core.CodeUnavailable)
 			if !errors.Is(s.Err(), err) {
 				t.Fatalf("Close = %v, Err = %v", err, s.Err())
 			}
-			wantOffsets(t, "Unacked", unackedOffsets(s), []int64{1, 2})
+			// Offset 1 was committed, but only a resume could tell.
+			wantOffsets(t, "Unacked", unackedOffsets(s), []int64{1})
 			wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 2))
-			if st := s.Stats(); st.Reconnects != 0 || st.Acknowledged != 1 || st.Failed != 2 {
+			if st := s.Stats(); st.Reconnects != 0 || st.Acknowledged != 1 || st.Failed != 1 {
 				t.Fatalf("Stats = %+v", st)
 			}
 		})
