@@ -726,3 +726,115 @@ func TestEphemeralHostileAcks(t *testing.T) {
 		})
 	}
 }
+
+// §8 ephemeral: close concurrently with ingest. Every ingest either gets an
+// offset, and then its record is stored before Close returns, or is refused
+// with ErrClosed; the offsets accepted are dense.
+func TestEphemeralCloseDuringIngest(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+		var r recorder
+		s := open(t, srv, config(core.Ephemeral), r.options())
+		var (
+			wg       sync.WaitGroup
+			mu       sync.Mutex
+			accepted = map[int64]string{}
+		)
+		for g := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					payload := rec(1000*g + i)
+					off, err := s.IngestRecord(context.Background(), payload)
+					if errors.Is(err, core.ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("IngestRecord: %v", err)
+						return
+					}
+					mu.Lock()
+					accepted[off] = string(payload)
+					mu.Unlock()
+					if i%3 == 0 {
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+			})
+		}
+		time.Sleep(time.Second)
+		closed := make([]error, 3)
+		for i := range closed {
+			wg.Go(func() { closed[i] = s.Close(context.Background()) })
+		}
+		wg.Wait()
+		for i, err := range closed {
+			if err != nil {
+				t.Fatalf("Close #%d: %v", i, err)
+			}
+		}
+		want := make([]string, len(accepted))
+		for off, p := range accepted {
+			if off < 0 || off >= int64(len(want)) {
+				t.Fatalf("offset %d out of 0..%d: offsets are not dense", off, len(want)-1)
+			}
+			want[off] = p
+		}
+		wantStrings(t, "stored", stored(srv, s.StreamID()), want)
+		acked, failed, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, int64(len(want))))
+		wantOffsets(t, "failed", failed, nil)
+		if len(want) == 0 {
+			t.Fatal("nothing was accepted before Close")
+		}
+	})
+}
+
+// The close timeout: Close gives up after CloseTimeout when the server never
+// acknowledges, fails the rest with ErrCloseTimeout and keeps them in
+// Unacked.
+func TestEphemeralCloseTimeout(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: memtransport.Unlimited})
+		cfg := config(core.Ephemeral)
+		cfg.AckTimeout = time.Hour
+		cfg.CloseTimeout = time.Minute
+		var r recorder
+		s := open(t, srv, cfg, r.options())
+		ingestN(t, s, 3, 0)
+		err := s.Close(context.Background())
+		wantIs(t, "Close", err, core.ErrCloseTimeout)
+		wantOffsets(t, "Unacked", unackedOffsets(s), span(0, 3))
+		acked, failed, errs := r.snapshot()
+		wantOffsets(t, "acked", acked, nil)
+		wantOffsets(t, "failed", failed, span(0, 3))
+		for _, e := range errs {
+			wantIs(t, "OnFail", e, core.ErrCloseTimeout)
+		}
+	})
+}
+
+// Backoff and the retry budget: durable progress resets the budget, so a
+// stream with Retries = 1 survives any number of drops that each let
+// something land (TestEphemeralOpen shows it giving up without progress).
+func TestEphemeralRetryBudgetResets(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		// Every connection stores and acknowledges its second call, then
+		// drops: 4 drops in all.
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Store: true, Count: 4})
+		cfg := config(core.Ephemeral)
+		cfg.Retries = 1
+		s := open(t, srv, cfg, streamio.Options{})
+		ingestN(t, s, 10, 0)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if st := s.Stats(); st.Reconnects != 4 || st.Acknowledged != 10 {
+			t.Fatalf("Stats = %+v, want 4 reconnects, 10 acknowledged", st)
+		}
+		var all []string
+		for _, recs := range storedAll(srv) {
+			all = append(all, recs...)
+		}
+		wantStrings(t, "stored, connection by connection", all, recs(0, 10))
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
@@ -338,4 +340,87 @@ func TestPersistentWatermarkMaxInt64(t *testing.T) {
 			t.Fatalf("server stats = %+v, want the 1 call before and 1 resume (not retried)", ss)
 		}
 	})
+}
+
+// Persistent recovery is a resume by the known id that reconciles from the
+// watermark: acks lost until the ack timeout, then a resume answers
+// watermark 2 and offsets 0..2 complete without a resend; offset 3,
+// ingested during recovery, goes out under its own offset.
+func TestPersistentAckTimeoutReconciles(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		var r recorder
+		s := open(t, srv, config(core.Persistent), r.options())
+		id := s.StreamID()
+		ingestN(t, s, 3, 0)
+		settle(ackTimeout + backoffMax)
+		ingest(t, s, 3, 3)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		st := s.Stats()
+		if st.Reconciled != 3 || st.Acknowledged != 1 || st.Resent != 0 || st.Reconnects != 1 {
+			t.Fatalf("Stats = %+v, want 3 reconciled, 1 acknowledged, nothing resent", st)
+		}
+		if ss := srv.Stats(); ss.Creates != 1 || ss.Resumes != 1 || ss.Stored != 4 || ss.Calls != 4 {
+			t.Fatalf("server stats = %+v, want 1 create, 1 resume, 4 calls stored once", ss)
+		}
+		wantStrings(t, "stored", stored(srv, id), recs(0, 4))
+		acked, _, _ := r.snapshot()
+		wantOffsets(t, "acked", acked, span(0, 4))
+	})
+}
+
+// A close signal on a persistent stream means resume at once: no grace, no
+// late-ack drain.
+func TestPersistentCloseSignalResumesAtOnce(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2, Delay: 10 * time.Minute})
+		s := open(t, srv, config(core.Persistent), streamio.Options{})
+		ingestN(t, s, 2, 0)
+		synctest.Wait()
+		if ss := srv.Stats(); ss.Resumes != 1 {
+			t.Fatalf("server stats = %+v right after the signal, want a resume at once", ss)
+		}
+		ingest(t, s, 2, 2)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 3))
+		if n := srv.Stats().Stored; n != 3 {
+			t.Fatalf("server stored %d calls, want 3", n)
+		}
+		if st := s.Stats(); st.Reconnects != 1 {
+			t.Fatalf("Stats = %+v, want 1 reconnect", st)
+		}
+	})
+}
+
+// The first open of a persistent stream is retried, and a create whose
+// response was lost is retried with the same request id, which the server
+// answers with the same stream: no orphan.
+func TestPersistentCreateRetried(t *testing.T) {
+	for _, fault := range []memtransport.Fault{
+		{Kind: memtransport.FaultFailOpen, Count: 2},
+		{Kind: memtransport.FaultLoseOpenResponse, Count: 2},
+	} {
+		t.Run(fault.Kind.String(), func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+				srv.Inject(fault)
+				s := open(t, srv, config(core.Persistent), streamio.Options{})
+				if st := s.Stats(); st.Opens != 3 {
+					t.Fatalf("Stats = %+v, want 3 opens", st)
+				}
+				ingest(t, s, 0, 0)
+				if err := s.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				streams := srv.Streams()
+				if len(streams) != 1 || streams[0].ID != s.StreamID() || streams[0].RequestID != "rid" {
+					t.Fatalf("server streams = %+v, want one, %q", streams, s.StreamID())
+				}
+				wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 1))
+			})
+		})
+	}
 }
