@@ -424,3 +424,46 @@ func TestPersistentCreateRetried(t *testing.T) {
 		})
 	}
 }
+
+// Duplicate acks do not move the ack timer, with duplicates that come
+// later than the ack they repeat. Offsets 0..2 are stored but their acks
+// lost; the connection drops and the resume is answered "nothing
+// committed", so the client sends 0..3 again and the server acknowledges 2
+// for each of 0..2: at once for the first (progress: the ack timer is
+// armed for offset 3, whose ack is lost), 30 s later for the other two
+// (duplicates). The ack timeout must come AckTimeout after the progress,
+// not after the duplicates.
+func TestPersistentLateDuplicateAcks(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		s := open(t, srv, config(core.Persistent), streamio.Options{})
+		ingestN(t, s, 3, 0)
+		synctest.Wait()
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop}) // the next call: offset 3
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWithoutWatermark})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: ackTimeout / 2})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 4})
+		ingest(t, s, 3, 3)
+		settle(ackTimeout / 4)
+		if st := s.Stats(); st.Reconnects != 1 || st.Acknowledged != 3 || st.Resent != 4 {
+			t.Fatalf("Stats = %+v after the resume, want 1 reconnect, 0..2 acknowledged, 4 resent", st)
+		}
+		// Now 1.25 AckTimeout after the progress: past the duplicates (at
+		// 0.5) and the ack timeout (at 1), before 1.5, where a timer moved
+		// by the duplicates would fire.
+		settle(ackTimeout)
+		if st := s.Stats(); st.Reconnects != 2 {
+			t.Fatalf("Stats = %+v 1.25 AckTimeout after the progress, want the ack timeout's reconnect", st)
+		}
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if st := s.Stats(); st.Reconciled != 1 || st.Acknowledged != 3 {
+			t.Fatalf("Stats = %+v, want offset 3 reconciled", st)
+		}
+		wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 4))
+		if n := srv.Stats().Stored; n != 4 {
+			t.Fatalf("server stored %d calls, want 4", n)
+		}
+	})
+}
