@@ -42,11 +42,11 @@ func TestContextOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				srv.Inject(memtransport.Fault{Kind: memtransport.FaultHangOpen, Count: memtransport.Unlimited})
 				ctx, cancel := tt.ctx()
 				defer cancel()
-				s, err := streamio.Open(ctx, srv.Transport(), config(core.Ephemeral), streamio.Options{})
+				s, err := streamio.Open(ctx, srv.Transport(), config(kind), streamio.Options{})
 				if s != nil || !errors.Is(err, tt.want) {
 					t.Fatalf("Open = %v, %v; want %v", s, err, tt.want)
 				}
@@ -61,9 +61,9 @@ func TestContextOpen(t *testing.T) {
 // Context cancellation of an IngestRecord blocked at the window: it returns
 // the cause, accepts nothing, and the stream goes on.
 func TestContextIngestBlocked(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: ackTimeout / 2, Count: memtransport.Unlimited})
-		cfg := config(core.Ephemeral)
+		cfg := config(kind)
 		cfg.MaxInflightCalls = 1
 		s := open(t, srv, cfg, streamio.Options{})
 		ingest(t, s, 0, 0)
@@ -90,9 +90,9 @@ func TestContextWaitAndFlush(t *testing.T) {
 		"Flush": func(ctx context.Context, s *streamio.Stream) error { return s.Flush(ctx) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Minute})
-				s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+				s := open(t, srv, config(kind), streamio.Options{})
 				ingest(t, s, 0, 0)
 				err := call(cancelled(5*time.Second), s)
 				if !errors.Is(err, errGiveUp) || errors.Is(err, streamio.ErrFlushTimeout) {
@@ -113,10 +113,10 @@ func TestContextWaitAndFlush(t *testing.T) {
 // fails with the context's cause, Close returns it, and Unacked holds the
 // records.
 func TestContextClose(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: memtransport.Unlimited})
 		var r recorder
-		s := open(t, srv, config(core.Ephemeral), r.options())
+		s := open(t, srv, config(kind), r.options())
 		ctx := context.Background()
 		ingest(t, s, 0, 0)
 		if off, err := s.IngestBatch(ctx, [][]byte{rec(1), rec(2)}); off != 1 || err != nil {
@@ -145,7 +145,7 @@ func TestContextClose(t *testing.T) {
 		if len(failed) > 2 {
 			t.Fatalf("failed callbacks %v, want each offset at most once", failed)
 		}
-		// The server did store them: an ephemeral stream is at-least-once.
+		// The server did store them: only the acks were lost.
 		wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 3))
 	})
 }

@@ -290,30 +290,38 @@ func TestEphemeralClose(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: ingest blocks at the window and unblocks when acks arrive
-// (delayed acks) or after recovery resends what lost its acks.
+// §8 ephemeral: ingest blocks at the window (of calls, or of bytes) and
+// unblocks when acks arrive (delayed acks) or after recovery resends what
+// lost its acks.
 func TestEphemeralWindowBlocks(t *testing.T) {
 	tests := []struct {
 		name          string
 		fault         memtransport.Fault
+		bytes         bool // bound the window by bytes, not calls
 		wantReconnect int64
 	}{
-		{"acks delayed", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, 0},
-		{"acks lost", memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2}, 1},
+		{"acks delayed", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, false, 0},
+		{"acks delayed, bytes", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, true, 0},
+		{"acks lost", memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2}, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bubble(t, func(t *testing.T, srv *memtransport.Server) {
 				srv.Inject(tt.fault)
 				cfg := config(core.Ephemeral)
-				cfg.MaxInflightCalls = 2
+				if tt.bytes {
+					// Records are 7 bytes: two fit, a third does not.
+					cfg.MaxCallBytes, cfg.MaxInflightBytes = 16, 16
+				} else {
+					cfg.MaxInflightCalls = 2
+				}
 				s := open(t, srv, cfg, streamio.Options{})
 				ingestN(t, s, 2, 0)
 				res := asyncIngest(context.Background(), s, 2)
 				if r, ok := poll(res); ok {
 					t.Fatalf("IngestRecord returned %d, %v with a full window", r.off, r.err)
 				}
-				if st := s.Stats(); st.Accepted != 2 || st.InFlightCalls != 2 {
+				if st := s.Stats(); st.Accepted != 2 || st.InFlightCalls != 2 || st.InFlightBytes != 14 {
 					t.Fatalf("Stats = %+v while blocked", st)
 				}
 				r := <-res

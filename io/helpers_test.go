@@ -235,3 +235,13 @@ func settle(d time.Duration) {
 	time.Sleep(d)
 	synctest.Wait()
 }
+
+// bothKinds runs f as a subtest for each stream kind, in a bubble.
+func bothKinds(t *testing.T, f func(t *testing.T, srv *memtransport.Server, kind core.Kind)) {
+	t.Helper()
+	for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
+		t.Run(kind.String(), func(t *testing.T) {
+			bubble(t, func(t *testing.T, srv *memtransport.Server) { f(t, srv, kind) })
+		})
+	}
+}
