@@ -395,6 +395,7 @@ func TestEphemeralFlush(t *testing.T) {
 			if err := s.Flush(ctx); err != nil {
 				t.Fatalf("Flush of an empty stream: %v", err)
 			}
+			wantIs(t, "Wait(0) before any ingest", s.Wait(context.Background(), 0), streamio.ErrNeverAssigned)
 			ingest(t, s, 0, 0)
 			if err := s.Flush(context.Background()); err != nil {
 				t.Fatalf("Flush: %v", err)
@@ -826,9 +827,9 @@ func TestEphemeralCloseTimeout(t *testing.T) {
 // something land (TestEphemeralOpen shows it giving up without progress).
 func TestEphemeralRetryBudgetResets(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		// Every connection stores and acknowledges its second call, then
-		// drops: 4 drops in all.
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Store: true, Count: 4})
+		// Every connection stores and acknowledges its first call and
+		// drops at its second: 4 drops in all.
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Count: 4})
 		cfg := config(core.Ephemeral)
 		cfg.Retries = 1
 		s := open(t, srv, cfg, streamio.Options{})

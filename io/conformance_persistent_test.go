@@ -375,14 +375,15 @@ func TestPersistentAckTimeoutReconciles(t *testing.T) {
 // late-ack drain.
 func TestPersistentCloseSignalResumesAtOnce(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2, Delay: 10 * time.Minute})
+		// The signal follows the create response (see TestEndAfterHeldAcks
+		// for a signal after a call).
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, Delay: 10 * time.Minute})
 		s := open(t, srv, config(core.Persistent), streamio.Options{})
-		ingestN(t, s, 2, 0)
 		synctest.Wait()
-		if ss := srv.Stats(); ss.Resumes != 1 {
+		if ss := srv.Stats(); ss.Resumes != 1 || ss.Opens != 2 {
 			t.Fatalf("server stats = %+v right after the signal, want a resume at once", ss)
 		}
-		ingest(t, s, 2, 2)
+		ingestN(t, s, 3, 0)
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
