@@ -14,9 +14,9 @@ import (
 	"github.com/zbstream/zbstream/io/memtransport"
 )
 
-// §8 ephemeral: create ok / timeout / non-retryable error / retries then ok
+// §8, both kinds: create ok / timeout / non-retryable error / retries then ok
 // / retries exhausted.
-func TestEphemeralOpen(t *testing.T) {
+func TestOpen(t *testing.T) {
 	tests := []struct {
 		name      string
 		faults    []memtransport.Fault
@@ -78,11 +78,11 @@ func TestEphemeralOpen(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				for _, f := range tt.faults {
 					srv.Inject(f)
 				}
-				s, err := streamio.Open(context.Background(), srv.Transport(), config(core.Ephemeral), streamio.Options{})
+				s, err := streamio.Open(context.Background(), srv.Transport(), config(kind), streamio.Options{})
 				if got := srv.Stats().Opens; got != tt.wantOpens {
 					t.Errorf("server saw %d opens, want %d", got, tt.wantOpens)
 				}
@@ -114,10 +114,10 @@ func TestEphemeralOpen(t *testing.T) {
 	}
 }
 
-// §8 ephemeral: single, batch, mixed, empty batch.
-func TestEphemeralIngestShapes(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+// §8, both kinds: single, batch, mixed, empty batch.
+func TestIngestShapes(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
+		s := open(t, srv, config(kind), streamio.Options{})
 		ctx := context.Background()
 		ingest(t, s, 0, 0)
 		off, err := s.IngestBatch(ctx, [][]byte{rec(1), rec(2), rec(3)})
@@ -161,10 +161,10 @@ func TestEphemeralIngestShapes(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: oversize rejected, nothing queued.
-func TestEphemeralOversize(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		cfg := config(core.Ephemeral)
+// §8, both kinds: oversize rejected, nothing queued.
+func TestOversize(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
+		cfg := config(kind)
 		cfg.MaxCallBytes = 16
 		s := open(t, srv, cfg, streamio.Options{})
 		ctx := context.Background()
@@ -196,10 +196,10 @@ func TestEphemeralOversize(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: ingest after close rejected.
-func TestEphemeralIngestAfterClose(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+// §8, both kinds: ingest after close rejected.
+func TestIngestAfterClose(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
+		s := open(t, srv, config(kind), streamio.Options{})
 		ctx := context.Background()
 		ingest(t, s, 0, 0)
 		if err := s.Close(ctx); err != nil {
@@ -217,14 +217,14 @@ func TestEphemeralIngestAfterClose(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: close flushes, is idempotent, works after an error and
+// §8, both kinds: close flushes, is idempotent, works after an error and
 // concurrently.
-func TestEphemeralClose(t *testing.T) {
+func TestClose(t *testing.T) {
 	t.Run("flushes", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
 			var r recorder
-			s := open(t, srv, config(core.Ephemeral), r.options())
+			s := open(t, srv, config(kind), r.options())
 			ingestN(t, s, 5, 0)
 			if err := s.Close(context.Background()); err != nil {
 				t.Fatalf("Close: %v", err)
@@ -247,9 +247,9 @@ func TestEphemeralClose(t *testing.T) {
 		})
 	})
 	t.Run("idempotent and concurrent", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 3, 0)
 			var wg sync.WaitGroup
 			errs := make([]error, 8)
@@ -269,9 +269,9 @@ func TestEphemeralClose(t *testing.T) {
 		})
 	})
 	t.Run("after an error", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 2})
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 2, 0)
 			<-s.Done()
 			for i := range 3 {
@@ -346,13 +346,13 @@ func TestEphemeralWindowBlocks(t *testing.T) {
 	}
 }
 
-// §8 ephemeral: flush waits, times out (the stream goes on), returns at
+// §8, both kinds: flush waits, times out (the stream goes on), returns at
 // once when empty, covers only earlier offsets.
-func TestEphemeralFlush(t *testing.T) {
+func TestFlush(t *testing.T) {
 	t.Run("waits", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 3, 0)
 			if err := s.Flush(context.Background()); err != nil {
 				t.Fatalf("Flush: %v", err)
@@ -363,9 +363,9 @@ func TestEphemeralFlush(t *testing.T) {
 		})
 	})
 	t.Run("times out", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 1})
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{FlushTimeout: time.Second})
+			s := open(t, srv, config(kind), streamio.Options{FlushTimeout: time.Second})
 			ingest(t, s, 0, 0)
 			err := s.Flush(context.Background())
 			wantIs(t, "Flush", err, streamio.ErrFlushTimeout)
@@ -388,8 +388,8 @@ func TestEphemeralFlush(t *testing.T) {
 		})
 	})
 	t.Run("empty returns at once", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
+			s := open(t, srv, config(kind), streamio.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // a flush with nothing to wait for never looks at ctx
 			if err := s.Flush(ctx); err != nil {
@@ -406,11 +406,11 @@ func TestEphemeralFlush(t *testing.T) {
 		})
 	})
 	t.Run("covers only earlier offsets", func(t *testing.T) {
-		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			// Offset 0's ack comes after 5 s, offset 1's after 30 s more.
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 1, Delay: 5 * time.Second})
 			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: 35 * time.Second})
-			s := open(t, srv, config(core.Ephemeral), streamio.Options{})
+			s := open(t, srv, config(kind), streamio.Options{})
 			ingest(t, s, 0, 0)
 			flushed := async(func() error { return s.Flush(context.Background()) })
 			if err, ok := poll(flushed); ok {
@@ -468,10 +468,10 @@ func TestEphemeralAckTimeoutRecovers(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: pending records fail on a terminal error, once each, and
+// §8, both kinds: pending records fail on a terminal error, once each, and
 // stay retrievable with Unacked, grouped as ingested, identically on every
 // call.
-func TestEphemeralTerminalFailure(t *testing.T) {
+func TestTerminalFailure(t *testing.T) {
 	tests := []struct {
 		name  string
 		fault memtransport.Fault
@@ -490,11 +490,11 @@ func TestEphemeralTerminalFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2})
 				srv.Inject(tt.fault)
 				var r recorder
-				s := open(t, srv, config(core.Ephemeral), r.options())
+				s := open(t, srv, config(kind), r.options())
 				ctx := context.Background()
 				ingest(t, s, 0, 0)
 				if off, err := s.IngestBatch(ctx, [][]byte{rec(1), rec(2)}); off != 1 || err != nil {
@@ -648,15 +648,15 @@ func TestEphemeralCloseSignalGrace(t *testing.T) {
 	}
 }
 
-// §8 ephemeral: callbacks once per offset, in order, across a reconnect
-// that resends.
-func TestEphemeralCallbacksOncePerOffset(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+// §8, both kinds: callbacks once per offset, in order, across a reconnect
+// that resends (and, persistent, reconciles), with every ack repeated.
+func TestCallbacksOncePerOffset(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 3, Count: 2})
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 5})
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
 		var r recorder
-		s := open(t, srv, config(core.Ephemeral), r.options())
+		s := open(t, srv, config(kind), r.options())
 		ingestN(t, s, 20, 0)
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -664,8 +664,16 @@ func TestEphemeralCallbacksOncePerOffset(t *testing.T) {
 		acked, failed, _ := r.snapshot()
 		wantOffsets(t, "acked", acked, span(0, 20))
 		wantOffsets(t, "failed", failed, nil)
-		if st := s.Stats(); st.Acknowledged != 20 || st.Reconnects != 1 {
-			t.Fatalf("Stats = %+v", st)
+		// Offsets 0..3 were stored on the first connection, the acks of 2
+		// and 3 lost, 4 dropped: a resume learns 2 and 3 from the
+		// watermark, an ephemeral stream sends them again.
+		var reconciled int64
+		if kind == core.Persistent {
+			reconciled = 2
+			wantStrings(t, "stored", stored(srv, s.StreamID()), recs(0, 20))
+		}
+		if st := s.Stats(); st.Acknowledged != 20-reconciled || st.Reconciled != reconciled || st.Reconnects != 1 {
+			t.Fatalf("Stats = %+v, want %d reconciled, the rest acknowledged, 1 reconnect", st, reconciled)
 		}
 	})
 }
@@ -698,9 +706,9 @@ func TestEphemeralDuplicateAcks(t *testing.T) {
 	})
 }
 
-// §8 ephemeral: over-acks, regressive acks and acks without an offset fail
+// §8, both kinds: over-acks, regressive acks and acks without an offset fail
 // the stream with a *core.ProtocolError; the pending records fail with it.
-func TestEphemeralHostileAcks(t *testing.T) {
+func TestHostileAcks(t *testing.T) {
 	tests := []struct {
 		kind memtransport.FaultKind
 		rule core.Violation
@@ -711,10 +719,10 @@ func TestEphemeralHostileAcks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind.String(), func(t *testing.T) {
-			bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				srv.Inject(memtransport.Fault{Kind: tt.kind, After: 2})
 				var r recorder
-				s := open(t, srv, config(core.Ephemeral), r.options())
+				s := open(t, srv, config(kind), r.options())
 				ingest(t, s, 0, 0)
 				if err := s.Wait(context.Background(), 0); err != nil {
 					t.Fatalf("Wait(0): %v", err)
@@ -736,14 +744,14 @@ func TestEphemeralHostileAcks(t *testing.T) {
 	}
 }
 
-// §8 ephemeral: close concurrently with ingest. Every ingest either gets an
+// Both kinds: close concurrently with ingest. Every ingest either gets an
 // offset, and then its record is stored before Close returns, or is refused
 // with ErrClosed; the offsets accepted are dense.
-func TestEphemeralCloseDuringIngest(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+func TestCloseDuringIngest(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
 		var r recorder
-		s := open(t, srv, config(core.Ephemeral), r.options())
+		s := open(t, srv, config(kind), r.options())
 		var (
 			wg       sync.WaitGroup
 			mu       sync.Mutex
@@ -801,10 +809,10 @@ func TestEphemeralCloseDuringIngest(t *testing.T) {
 // The close timeout: Close gives up after CloseTimeout when the server never
 // acknowledges, fails the rest with ErrCloseTimeout and keeps them in
 // Unacked.
-func TestEphemeralCloseTimeout(t *testing.T) {
-	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+func TestCloseTimeout(t *testing.T) {
+	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: memtransport.Unlimited})
-		cfg := config(core.Ephemeral)
+		cfg := config(kind)
 		cfg.AckTimeout = time.Hour
 		cfg.CloseTimeout = time.Minute
 		var r recorder
