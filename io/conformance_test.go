@@ -679,9 +679,10 @@ func TestCallbacksOncePerOffset(t *testing.T) {
 }
 
 // §8 ephemeral: duplicate acks change nothing, the ack timer included.
-// Every ack comes twice; offset 1's ack is lost, so the ack timer, armed
-// when offset 1 entered flight, fires AckTimeout after the last ack that
-// advanced, whatever duplicates came since.
+// Every ack comes twice; offset 1's ack is lost, so the ack timer fires
+// AckTimeout after the last ack that advanced, and each offset completes
+// once. The copies arrive with the ack they repeat here;
+// TestPersistentLateDuplicateAcks has duplicates that come later.
 func TestEphemeralDuplicateAcks(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
 		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
