@@ -63,11 +63,6 @@ func (c *conn) notify() {
 
 // dispatch hands one send to the connection's sender.
 func (c *conn) dispatch(a *core.Action, s *Stream) {
-	if a.Offset <= s.handed {
-		s.stats.Resent++
-	} else {
-		s.handed = a.Offset
-	}
 	if !c.started {
 		c.started = true
 		c.reported = a.Wire - 1
@@ -160,14 +155,17 @@ func (s *Stream) reportSent(c *conn) {
 		return
 	}
 	if sent := c.sent.Load(); sent > c.reported {
-		now := s.at
 		for w := c.reported + 1; w <= sent; w++ {
-			if err := s.m.Sent(now, c.id, c.base+w); err != nil {
+			if err := s.m.Sent(s.at, c.id, c.base+w); err != nil {
 				s.broken(err)
 				return
 			}
 		}
-		s.stats.Sent += sent - c.reported
+		// What was written before, on an earlier connection, is resent.
+		from, to := c.base+c.reported, c.base+sent // offsets (from, to]
+		s.stats.Sent += to - from
+		s.stats.Resent += max(min(s.written, to)-from, 0)
+		s.written = max(s.written, to)
 		c.reported = sent
 	}
 	i := 0
