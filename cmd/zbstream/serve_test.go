@@ -126,6 +126,27 @@ func TestServeStreamsEndToEnd(t *testing.T) {
 	}
 }
 
+// TestServeTokensFile reads the principals from a file; the admin
+// endpoint and the server accept them.
+func TestServeTokensFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	spec := "# principal:token:tables\n\ncarol:tok:with:colons:" + tableA + ", " + tableB + "\n"
+	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, "-engine", "memory", "-tokens-file", file, "-log-level", "warn")
+	id := ingestJSON(t, srv.endpoint, "tok:with:colons", tableB, map[string]int{"x": 1})
+	out := wantCode(t, 0, "streams", "list", "-admin", srv.admin, "-token", "tok:with:colons")
+	if !strings.Contains(out, id) || !strings.Contains(out, "carol") {
+		t.Fatalf("list:\n%s", out)
+	}
+	t.Setenv(envToken, "")
+	_, _, errs := runCmd(t, "streams", "list", "-admin", srv.admin)
+	if !strings.Contains(errs, "give -token") {
+		t.Fatalf("list without a token: %s", errs)
+	}
+}
+
 // TestServeOpenModeEngines runs the memory and ack-only engines in open
 // mode (no tokens), with rotation on.
 func TestServeOpenModeEngines(t *testing.T) {

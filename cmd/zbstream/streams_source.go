@@ -108,6 +108,9 @@ func (a *adminSource) get(ctx context.Context, path string, q url.Values, out an
 		case http.StatusNotFound:
 			return withCode(exitFailure, fmt.Errorf("%w: %w", errAdminNotFound, err))
 		case http.StatusUnauthorized, http.StatusForbidden:
+			if a.token == "" {
+				err = fmt.Errorf("%w (give -token or set $%s)", err, envToken)
+			}
 			return withCode(exitAuth, err)
 		case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
 			return withCode(exitUnreachable, err)
