@@ -123,6 +123,10 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 		last = from + int64(limit) - 1
 	}
 	p.Next = last + 1
+	if m.Records == 0 {
+		p.Next = m.Watermark + 1 // nothing stored (the ack-only engine): no page has any
+		return p, nil
+	}
 	isJSON := ingestpb.RecordType(m.RecordType) == ingestpb.RecordType_JSON
 	add := func(b server.Batch) {
 		for i, rec := range b.Records {
