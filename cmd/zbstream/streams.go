@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zbstream/zbstream"
 )
@@ -327,7 +331,24 @@ func retireRPC(ctx context.Context, f *streamsFlags, table, id string) (int64, e
 	defer cancel()
 	w, err := c.RetireStream(ctx, table, id)
 	if err != nil {
-		return 0, clientErr(err)
+		return 0, retireErr(err)
 	}
 	return w, nil
+}
+
+// retireErr is clientErr with the server's own words when it answered
+// (NOT_FOUND for an unknown stream or another principal's).
+func retireErr(err error) error {
+	e := clientErr(err)
+	var st *status.Status
+	for inner := err; inner != nil; inner = errors.Unwrap(inner) {
+		if s, ok := status.FromError(inner); ok {
+			st = s // the innermost: the server's own message
+		}
+	}
+	var ee *exitError
+	if st != nil && st.Code() != codes.Unknown && errors.As(e, &ee) && ee.code != exitUnreachable {
+		return withCode(ee.code, fmt.Errorf("retire refused: %s: %s", st.Code(), st.Message()))
+	}
+	return e
 }
