@@ -14,8 +14,8 @@ package main
 // "index", "json"} or {"offset", "index", "data" (base64)}]}: the batches
 // stored at offsets from .. from+limit-1 (limit counts offsets, default
 // 1000, at most 10000; a batch ingested at one offset gives all its
-// records), next is the offset to ask for next (past the watermark: none
-// left). Errors are {"error": "..."} with 400, 401, 404, 405 or 503.
+// records; a page stops early after 16 MiB of records), next is the offset
+// to ask for next (past the watermark: none left). Errors are {"error": "..."} with 400, 401, 404, 405 or 503.
 //
 // With tokens, every request needs "Authorization: Bearer TOKEN" and a
 // principal sees only the streams it owns (those it created), as the
@@ -41,6 +41,10 @@ const (
 	adminDefaultLimit = 1000
 	adminMaxLimit     = 10000
 )
+
+// adminPageBytes bounds the record bytes of one page (a single batch can
+// exceed it); next then says where to continue. A variable for tests.
+var adminPageBytes = 16 << 20
 
 // streamInfo is a stream as the admin API and "streams -json" show it.
 type streamInfo struct {
@@ -128,7 +132,10 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 		return p, nil
 	}
 	isJSON := ingestpb.RecordType(m.RecordType) == ingestpb.RecordType_JSON
-	add := func(b server.Batch) {
+	size := 0
+	// add appends a batch's records; false once the page holds
+	// adminPageBytes (Next then follows the last batch added).
+	add := func(b server.Batch) bool {
 		for i, rec := range b.Records {
 			ri := recordInfo{Offset: b.Offset, Index: i}
 			if isJSON && json.Valid(rec) {
@@ -137,7 +144,13 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 				ri.Data = rec
 			}
 			p.Records = append(p.Records, ri)
+			size += len(rec)
 		}
+		if size >= adminPageBytes {
+			p.Next = b.Offset + 1
+			return false
+		}
+		return true
 	}
 	if br, ok := r.store.(server.BatchReader); ok {
 		for off := from; off <= last; off++ {
@@ -148,7 +161,9 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 			if err != nil {
 				return p, err
 			}
-			add(b)
+			if !add(b) {
+				break
+			}
 		}
 		return p, nil
 	}
@@ -157,8 +172,8 @@ func (r storeReader) page(ctx context.Context, m server.StreamMeta, from int64, 
 		return p, err
 	}
 	for _, b := range batches {
-		if b.Offset >= from && b.Offset <= last {
-			add(b)
+		if b.Offset >= from && b.Offset <= last && !add(b) {
+			break
 		}
 	}
 	return p, nil

@@ -159,3 +159,34 @@ func TestAdminStoreClosed(t *testing.T) {
 		t.Fatalf("closed store: %d %q", code, e.Error)
 	}
 }
+
+// TestAdminRecordsPageBytes: a page stops after adminPageBytes of records,
+// and next continues after the last batch it holds.
+func TestAdminRecordsPageBytes(t *testing.T) {
+	defer func(n int) { adminPageBytes = n }(adminPageBytes)
+	adminPageBytes = 3000
+	st := server.NewMemoryStore()
+	defer st.Close()
+	ctx := context.Background()
+	if _, _, err := st.CreateStream(ctx, server.StreamMeta{ID: "ps-big", Kind: server.KindPersistent, Table: tableA,
+		Principal: "anonymous", RecordType: int32(ingestpb.RecordType_PROTO)}); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, adminPageBytes/3+1)
+	var batches []server.Batch
+	for off := range int64(4) {
+		batches = append(batches, server.Batch{Offset: off, Records: [][]byte{big}})
+	}
+	if err := st.Append(ctx, "ps-big", batches); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(newAdminHandler(st, nil, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	var p recordsPage
+	if code := adminGet(t, ts, "GET", "/v1/streams/ps-big/records", "", &p); code != 200 || len(p.Records) != 3 || p.Next != 3 || len(p.Records[2].Data) != len(big) {
+		t.Fatalf("first page: %d, %d records, next %d", code, len(p.Records), p.Next)
+	}
+	if code := adminGet(t, ts, "GET", "/v1/streams/ps-big/records?from=3", "", &p); code != 200 || len(p.Records) != 1 || p.Next != 4 {
+		t.Fatalf("second page: %d, %d records, next %d", code, len(p.Records), p.Next)
+	}
+}

@@ -68,6 +68,9 @@ func TestStreamsUnreachable(t *testing.T) {
 // TestStreamsDataDir reads and retires streams in a bolt directory with no
 // server running.
 func TestStreamsDataDir(t *testing.T) {
+	// One batch a page: the command must follow next to the end.
+	defer func(n int) { adminPageBytes = n }(adminPageBytes)
+	adminPageBytes = 1
 	dir := t.TempDir()
 	wantCode(t, exitInput, "streams", "list", "-data", filepath.Join(dir, "missing"))
 
