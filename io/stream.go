@@ -44,6 +44,10 @@ type Stream struct {
 	// waits, so the data path does not allocate.
 	progress chan struct{}
 	space    chan struct{}
+	// lowCalls and lowBytes are the window's low-water mark: a window that
+	// was full wakes its blocked callers once it has drained below both.
+	lowCalls int
+	lowBytes int64
 
 	openSeen bool          // opened has been closed
 	opened   chan struct{} // closed once the first open succeeds
