@@ -87,6 +87,9 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.IntVar(&c.opts.MaxConnectionsPerPrincipal, "max-connections-per-principal", server.DefaultMaxConnectionsPerPrincipal, "`n` concurrent stream calls per principal")
 	fs.Var(&c.receiveBudget, "receive-budget", "server-wide `bytes` of received requests queued before reading pauses (e.g. 256MiB)")
 	fs.Var(&c.maxMessage, "max-message-bytes", "largest request message accepted, in `bytes` (e.g. 10MiB)")
+	fs.DurationVar(&c.opts.KeepaliveMinTime, "keepalive-min-time", server.DefaultKeepaliveMinTime, "shortest `interval` between client pings tolerated")
+	fs.DurationVar(&c.opts.KeepaliveTime, "keepalive-time", server.DefaultKeepaliveTime, "ping a transport silent for this `duration`")
+	fs.DurationVar(&c.opts.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a transport whose ping is not answered within this `duration`")
 	fs.DurationVar(&c.opts.StopGrace, "stop-grace", 5*time.Second, "at Ctrl-C, the `duration` live calls get to end before they are cut")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFmt, "log-format", "text", "log `format` on stderr: text or json")
@@ -274,7 +277,8 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
 		return nil, nil, usageErr("-tls-cert and -tls-key go together")
 	}
 	switch {
-	case c.opts.SessionAge < 0, c.opts.CloseGrace < 0, c.opts.FirstMessageTimeout < 0, c.opts.IdleTimeout < 0, c.opts.StopGrace < 0:
+	case c.opts.SessionAge < 0, c.opts.CloseGrace < 0, c.opts.FirstMessageTimeout < 0, c.opts.IdleTimeout < 0, c.opts.StopGrace < 0,
+		c.opts.KeepaliveMinTime < 0, c.opts.KeepaliveTime < 0, c.opts.KeepaliveTimeout < 0:
 		return nil, nil, usageErr("durations must not be negative")
 	case c.opts.MaxConnectionsPerPrincipal < 0:
 		return nil, nil, usageErr("-max-connections-per-principal must not be negative")
