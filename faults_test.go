@@ -347,46 +347,65 @@ func TestHostileResumeWatermarks(t *testing.T) {
 	})
 }
 
-// TestEphemeralCloseSignal: the server asks the client to leave with a
-// grace duration; the client stops sending, drains acks for at most
-// min(server duration, MaxGrace), reconnects with a fresh create and
-// resends what was not acknowledged; records ingested during the pause
-// land too. Ephemeral is at-least-once: every record is stored at least
-// once, each connection's records in order.
+// TestEphemeralCloseSignal: the server asks the client to leave while two
+// calls are in flight with their acks held back 500 ms. The client stops
+// sending and drains acks for min(signal duration, MaxGrace), or until
+// nothing is in flight, then reconnects with a fresh create. When the
+// grace ends before the held acks arrive (duration 0 or short, MaxGrace 0
+// or short) the two calls are resent on the new connection; when it is
+// long, the client takes the acks on the old connection, leaves early and
+// resends nothing. Records ingested during the pause land too. Ephemeral is at-least-once: every record is stored at least
+// once, each connection's in order.
 func TestEphemeralCloseSignal(t *testing.T) {
 	cases := []struct {
-		name     string
-		delay    time.Duration // the signal's duration
-		maxGrace time.Duration
+		name       string
+		duration   time.Duration // announced by the signal
+		maxGrace   time.Duration
+		wantResend bool
 	}{
-		{"server duration", 100 * time.Millisecond, time.Minute},
-		{"zero", 0, time.Minute},
-		{"max grace 0", 200 * time.Millisecond, 0},
-		{"max grace shorter", time.Second, 20 * time.Millisecond},
-		{"max grace longer", 100 * time.Millisecond, time.Second},
-		{"early exit when all acked", 10 * time.Second, time.Minute},
+		{"duration shorter than max grace", 20 * time.Millisecond, time.Minute, true},
+		{"duration 0", 0, time.Minute, true},
+		{"max grace 0", 10 * time.Second, 0, true},
+		{"max grace shorter", 10 * time.Second, 20 * time.Millisecond, true},
+		{"early exit when all acked", 10 * time.Second, time.Minute, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			e := start(t)
 			s := e.create(t, zbstream.WithMaxGrace(tc.maxGrace))
 			first := s.StreamID()
-			h := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultCloseSignal, After: 3, Delay: tc.delay})
+			hd := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDelayAcks, Delay: 500 * time.Millisecond, Sticky: true})
+			h := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultCloseSignal, After: 1, Delay: tc.duration})
 			var all [][]byte
 			for n := range 6 {
 				all = append(all, rec(0, n))
 			}
+			// 0 triggers the signal, sent after 0's held-back ack; 1 and 2
+			// are in flight when it comes.
 			ingest(t, s, all[:3]...)
 			waitFired(t, h)
-			ingest(t, s, all[3:]...) // during the pause, or after it
+			// The server holds back the next ack once the signal is out:
+			// the client is (about to be) in its pause. Where these three
+			// go is not checked: only that they land.
+			eventually(t, func() bool { return hd.Hits() >= 2 || s.Stats().Reconnects > 0 })
+			ingest(t, s, all[3:]...)
 			mustFlush(t, s)
-			if st := s.Stats(); st.Reconnects < 1 && s.StreamID() == first {
-				// The flush may complete on the old connection only if the
-				// client kept sending after the signal: it must not.
-				t.Fatalf("records ingested after the close signal were acknowledged without a reconnect: %+v", st)
-			}
-			last := s.StreamID()
 			mustClose(t, s)
+			last := s.StreamID()
+			st := s.Stats()
+			if last == first || st.Reconnects < 1 {
+				t.Fatalf("no reconnect after the close signal: %+v", st)
+			}
+			if tc.wantResend && st.Resent < 2 {
+				t.Fatalf("the calls in flight at the end of the grace were not resent: %+v", st)
+			}
+			if !tc.wantResend && st.Resent != 0 {
+				t.Fatalf("calls acknowledged during the grace were resent: %+v", st)
+			}
+			if got := e.stored(t, first); !tc.wantResend && (len(got) < 3 || !equalRecords(got[2].Records, one(all[2]))) {
+				t.Fatalf("old connection stored %s, want 0, 1 and 2 (acknowledged during the grace)", dump(got))
+			}
 			checkAtLeastOnce(t, e, all, first, last)
 		})
 	}

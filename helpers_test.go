@@ -279,3 +279,16 @@ type pn struct {
 	P int `json:"p"`
 	N int `json:"n"`
 }
+
+// eventually polls cond until it holds, failing the test after
+// testTimeout.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
