@@ -692,8 +692,8 @@ func TestRetireThenResume(t *testing.T) {
 }
 
 // TestRetireLiveStream: retiring a stream while it is open fences its
-// connection; the writer's resume then learns NOT_FOUND and fails, and
-// Close returns.
+// connection; the writer's resume then learns NOT_FOUND and the stream
+// fails with it; ingest is refused and Close returns the error.
 func TestRetireLiveStream(t *testing.T) {
 	e := start(t)
 	s := e.createPersistent(t)
@@ -703,11 +703,15 @@ func TestRetireLiveStream(t *testing.T) {
 	if w, err := e.client.RetireStream(ctx(t), e.table, id); err != nil || w != 0 {
 		t.Fatalf("RetireStream: %d, %v", w, err)
 	}
-	ingest(t, s, rec(0, 1))
-	err := s.Close(ctx(t))
+	waitDone(t, s)
+	_, err := s.IngestRecord(ctx(t), rec(0, 1))
+	if !errors.Is(err, zbstream.ErrStreamFailed) {
+		t.Fatalf("IngestRecord into a retired stream: %v, want ErrStreamFailed", err)
+	}
 	wantCode(t, err, codes.NotFound)
-	if got := unackedOffsets(s); !slices.Equal(got, []int64{1}) {
-		t.Fatalf("Unacked offsets %v, want [1]", got)
+	wantCode(t, s.Close(ctx(t)), codes.NotFound)
+	if got := unackedOffsets(s); len(got) != 0 {
+		t.Fatalf("Unacked offsets %v, want none", got)
 	}
 	e.wantStored(t, id, one(rec(0, 0)))
 }
