@@ -292,3 +292,8 @@ func eventually(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// withMaxMessage sets the server's message limit.
+func withMaxMessage(n int) servertest.Option {
+	return servertest.WithOptions(func(o *server.Options) { o.MaxMessageBytes = n })
+}
