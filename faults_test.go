@@ -616,6 +616,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	mustClose(t, s)
 	st := s.Stats()
 	t.Logf("%d faults acted; stats %+v", injected.Load(), st)
+	checkStats(t, s)
 	if injected.Load() < 10 {
 		t.Errorf("only %d faults acted", injected.Load())
 	}
@@ -646,6 +647,76 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	defer mu.Unlock()
 	if int64(len(acked)) != st.Accepted {
 		t.Fatalf("%d OnAck calls for %d offsets", len(acked), st.Accepted)
+	}
+	for i, o := range acked {
+		if o != int64(i) {
+			t.Fatalf("OnAck #%d for offset %d", i, o)
+		}
+	}
+}
+
+// TestEphemeralAtLeastOnceUnderFaults: 2,000 records through an ephemeral
+// stream while the server keeps dropping its connections (each reconnect
+// is a new server stream); every record is stored at least once, each
+// connection's records in order, and every offset completes once.
+func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
+	const total = 2000
+	e := start(t)
+	var mu sync.Mutex
+	var acked []int64
+	s := e.create(t,
+		zbstream.WithRecovery(50, time.Millisecond, 20*time.Millisecond),
+		zbstream.WithMaxGrace(5*time.Millisecond),
+		zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+	stop := make(chan struct{})
+	var fg sync.WaitGroup
+	var injected atomic.Int64
+	fg.Add(1)
+	go func() {
+		defer fg.Done()
+		rng := rand.New(rand.NewPCG(3, 4))
+		kinds := []server.FaultKind{server.FaultDrop, server.FaultCommitThenDrop, server.FaultCloseSignal}
+		for {
+			// Ephemeral ids change on every connection: match by table.
+			h := e.ts.Inject(server.Match{Table: e.table, Kind: server.KindEphemeral},
+				server.Fault{Kind: kinds[rng.IntN(len(kinds))], After: 1 + rng.IntN(30), Delay: 2 * time.Millisecond})
+			select {
+			case <-h.Fired():
+				injected.Add(1)
+			case <-stop:
+				h.Remove()
+				return
+			}
+		}
+	}()
+	var all [][]byte
+	for n := range total {
+		r := rec(0, n)
+		all = append(all, r)
+		if _, err := s.IngestRecord(ctx(t), r); err != nil {
+			t.Fatalf("ingest %d: %v", n, err)
+		}
+		if n%20 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	err := s.Flush(ctx(t))
+	close(stop)
+	fg.Wait()
+	if err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	mustClose(t, s)
+	t.Logf("%d faults acted; stats %+v", injected.Load(), s.Stats())
+	checkStats(t, s)
+	if injected.Load() < 5 {
+		t.Errorf("only %d faults acted", injected.Load())
+	}
+	checkAtLeastOnce(t, e, all)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(acked) != total {
+		t.Fatalf("%d OnAck calls for %d offsets", len(acked), total)
 	}
 	for i, o := range acked {
 		if o != int64(i) {

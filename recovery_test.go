@@ -14,6 +14,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/server/servertest"
 )
 
 // TestPersistentRecoveryExhausted: the server commits offset 1 and drops
@@ -166,4 +167,40 @@ func TestResumeReplayFromWatermark(t *testing.T) {
 		want[i] = one(rc)
 	}
 	e.wantStored(t, id, want...)
+}
+
+// TestIdleStreamKeepsConnection: the lack-of-ack timer runs only while
+// something is in flight: a stream idle for many ack timeouts keeps its
+// connection.
+func TestIdleStreamKeepsConnection(t *testing.T) {
+	e := start(t)
+	for _, s := range []*zbstream.Stream{
+		e.create(t, zbstream.WithTimeouts(0, 20*time.Millisecond, 0)),
+		e.createPersistent(t, zbstream.WithTimeouts(0, 20*time.Millisecond, 0)),
+	} {
+		ingest(t, s, rec(0, 0))
+		mustFlush(t, s)
+		time.Sleep(200 * time.Millisecond)
+		ingest(t, s, rec(0, 1))
+		mustClose(t, s)
+		if st := s.Stats(); st.Reconnects != 0 {
+			t.Fatalf("%s stream reconnected while idle: %+v", s.Kind(), st)
+		}
+		e.wantStored(t, s.StreamID(), one(rec(0, 0)), one(rec(0, 1)))
+	}
+}
+
+// TestResumeWrongTable: resuming a stream under a table header that is
+// not the stream's is INVALID_ARGUMENT, even for a principal that may
+// write both tables.
+func TestResumeWrongTable(t *testing.T) {
+	e := start(t, servertest.Open())
+	s := e.createPersistent(t)
+	mustClose(t, s)
+	_, err := e.client.ResumeStream(ctx(t), "main.other.events", s.StreamID(), fast()...)
+	wantCode(t, err, codes.InvalidArgument)
+	_, err = e.client.RetireStream(ctx(t), "main.other.events", s.StreamID())
+	if code := statusCode(err); code != codes.InvalidArgument {
+		t.Fatalf("RetireStream under another table: %v, want INVALID_ARGUMENT", err)
+	}
 }
