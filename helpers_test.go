@@ -298,14 +298,15 @@ func withMaxMessage(n int) servertest.Option {
 	return servertest.WithOptions(func(o *server.Options) { o.MaxMessageBytes = n })
 }
 
-// checkStats checks the invariants between a stream's counters that hold
-// today: reconnects are the opens after the first, and no offset completes
-// or fails beyond those accepted. (Resent <= Sent does not hold: see
-// TestStatsResentNotAboveSent.)
+// checkStats checks the invariants between a stream's counters: resends
+// are a part of sends and no offset is written for the first time twice,
+// reconnects are the opens after the first, and no offset completes or
+// fails beyond those accepted.
 func checkStats(t *testing.T, s *zbstream.Stream) {
 	t.Helper()
 	st := s.Stats()
-	if st.Reconnects != st.Opens-1 || st.Acknowledged+st.Reconciled+st.Failed > st.Accepted {
-		t.Errorf("inconsistent stats: %+v (want Reconnects = Opens-1, completed+failed <= Accepted)", st)
+	if st.Resent > st.Sent || st.Sent-st.Resent > st.Accepted || st.Reconnects != st.Opens-1 ||
+		st.Acknowledged+st.Reconciled+st.Failed > st.Accepted {
+		t.Errorf("inconsistent stats: %+v (want Resent <= Sent, Sent-Resent <= Accepted, Reconnects = Opens-1, completed+failed <= Accepted)", st)
 	}
 }
