@@ -207,6 +207,7 @@ func mustClose(t *testing.T, s *zbstream.Stream) {
 	if err := s.Close(ctx(t)); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+	checkStats(t, s)
 }
 
 // wantCode checks that err is a *zbstream.ConnectionError with code and
