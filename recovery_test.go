@@ -5,6 +5,7 @@ package zbstream_test
 // in a new stream object (the in-process analogue of a process restart).
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -203,4 +204,41 @@ func TestResumeWrongTable(t *testing.T) {
 	if code := statusCode(err); code != codes.InvalidArgument {
 		t.Fatalf("RetireStream under another table: %v, want INVALID_ARGUMENT", err)
 	}
+}
+
+// TestCloseBounded: a Close that cannot make everything durable in time
+// (acks held back by the server) returns: with ErrCloseTimeout after the
+// close timeout, or with its context's error when the context ends first;
+// the records stay in Unacked and nothing is left running (goleak).
+func TestCloseBounded(t *testing.T) {
+	e := start(t)
+	t.Run("close timeout", func(t *testing.T) {
+		s := e.createPersistent(t, zbstream.WithTimeouts(0, 0, 100*time.Millisecond))
+		e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDelayAcks, Delay: 10 * time.Second})
+		ingest(t, s, rec(0, 0))
+		err := s.Close(ctx(t))
+		if !errors.Is(err, zbstream.ErrCloseTimeout) {
+			t.Fatalf("Close: %v, want ErrCloseTimeout", err)
+		}
+		if got := unackedOffsets(s); !slices.Equal(got, []int64{0}) {
+			t.Fatalf("Unacked offsets %v, want [0]", got)
+		}
+	})
+	t.Run("context", func(t *testing.T) {
+		s := e.create(t)
+		e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDelayAcks, Delay: 10 * time.Second})
+		ingest(t, s, rec(0, 0))
+		cc, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+		defer cancel()
+		err := s.Close(cc)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v, want context.DeadlineExceeded", err)
+		}
+		if got := unackedOffsets(s); !slices.Equal(got, []int64{0}) {
+			t.Fatalf("Unacked offsets %v, want [0]", got)
+		}
+		if err2 := s.Close(ctx(t)); err2 == nil || err2.Error() != err.Error() {
+			t.Fatalf("second Close: %v, first %v", err2, err)
+		}
+	})
 }
