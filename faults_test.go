@@ -655,12 +655,12 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	}
 }
 
-// TestEphemeralAtLeastOnceUnderFaults: 2,000 records through an ephemeral
+// TestEphemeralAtLeastOnceUnderFaults: 1,000 records through an ephemeral
 // stream while the server keeps dropping its connections (each reconnect
 // is a new server stream); every record is stored at least once, each
 // connection's records in order, and every offset completes once.
 func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
-	const total = 2000
+	const total = 1000
 	e := start(t)
 	var mu sync.Mutex
 	var acked []int64
