@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -241,4 +242,76 @@ func TestCloseBounded(t *testing.T) {
 			t.Fatalf("second Close: %v, first %v", err2, err)
 		}
 	})
+}
+
+// TestIngestWhileRecovering: while every resume is refused (retryably),
+// ingest is still accepted, with the next offsets; once the server takes
+// resumes again, everything lands once.
+func TestIngestWhileRecovering(t *testing.T) {
+	e := start(t)
+	s := e.createPersistent(t, zbstream.WithRecovery(1000, time.Millisecond, 5*time.Millisecond))
+	id := s.StreamID()
+	ingest(t, s, rec(0, 0))
+	mustFlush(t, s)
+	hf := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultFailOpen, Sticky: true})
+	hd := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDrop})
+	ingest(t, s, rec(0, 1))
+	waitFired(t, hd)
+	waitFired(t, hf) // recovering now
+	want := [][][]byte{one(rec(0, 0)), one(rec(0, 1))}
+	for n := 2; n < 20; n++ {
+		if off := ingest(t, s, rec(0, n)); off[0] != int64(n) {
+			t.Fatalf("offset %d during recovery, want %d", off[0], n)
+		}
+		want = append(want, one(rec(0, n)))
+	}
+	hf.Remove()
+	mustClose(t, s)
+	if st := s.Stats(); st.Reconnects < 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	e.wantStored(t, id, want...)
+}
+
+// TestManyStreamsOneClient: twenty persistent streams on one client (one
+// HTTP/2 connection), written concurrently while the server drops some of
+// their calls; each ends with its own records, once, in order.
+func TestManyStreamsOneClient(t *testing.T) {
+	const streams, records = 20, 50
+	e := start(t)
+	ss := make([]*zbstream.Stream, streams)
+	for i := range ss {
+		ss[i] = e.createPersistent(t)
+		if i%3 == 0 {
+			e.ts.Inject(server.Match{StreamID: ss[i].StreamID()}, server.Fault{Kind: server.FaultCommitThenDrop, After: 1 + i})
+		}
+	}
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range records {
+				if _, err := s.IngestRecord(ctx(t), rec(i, n)); err != nil {
+					t.Errorf("stream %d: %v", i, err)
+					return
+				}
+			}
+			if err := s.Close(ctx(t)); err != nil {
+				t.Errorf("stream %d: Close: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, s := range ss {
+		want := make([][][]byte, records)
+		for n := range want {
+			want[n] = one(rec(i, n))
+		}
+		e.wantStored(t, s.StreamID(), want...)
+		checkStats(t, s)
+		if i%3 == 0 && s.Stats().Reconnects == 0 {
+			t.Errorf("stream %d: the fault did not act", i)
+		}
+	}
 }
