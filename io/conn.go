@@ -43,6 +43,7 @@ type conn struct {
 	base       int64        // logical offset minus wire offset on this connection
 	dispatched int64        // highest wire offset handed to the sender
 	reported   int64        // highest wire offset reported with Sent
+	counted    int64        // highest wire offset counted in Stats.Sent
 	sent       atomic.Int64 // highest wire offset whose Send returned; written by the sender alone
 	deferred   []core.Response
 	held       atomic.Bool // deferred is not empty: the sender reports after every Send
@@ -66,6 +67,7 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	if !c.started {
 		c.started = true
 		c.reported = a.Wire - 1
+		c.counted = a.Wire - 1
 		c.sent.Store(a.Wire - 1)
 	}
 	c.base = a.Offset - a.Wire
@@ -161,11 +163,7 @@ func (s *Stream) reportSent(c *conn) {
 				return
 			}
 		}
-		// What was written before, on an earlier connection, is resent.
-		from, to := c.base+c.reported, c.base+sent // offsets (from, to]
-		s.stats.Sent += to - from
-		s.stats.Resent += max(min(s.written, to)-from, 0)
-		s.written = max(s.written, to)
+		s.countSent(c, sent)
 		c.reported = sent
 	}
 	i := 0
@@ -190,6 +188,24 @@ func (s *Stream) endIfDue(c *conn) {
 		c.held.Store(false)
 		s.endNow(c, c.endErr)
 	}
+}
+
+// countSent counts in Stats the calls written to c up to wire offset
+// upTo that are not counted yet: each is a resend if an offset that high
+// was written before (on this or an earlier connection). Counting writes,
+// not hand-overs, keeps Resent a part of Sent: calls handed to a
+// connection that died before writing them were not sent. The caller
+// holds s.mu.
+func (s *Stream) countSent(c *conn, upTo int64) {
+	for w := c.counted + 1; w <= upTo; w++ {
+		s.stats.Sent++
+		if off := c.base + w; off <= s.sentHigh {
+			s.stats.Resent++
+		} else {
+			s.sentHigh = off
+		}
+	}
+	c.counted = max(c.counted, upTo)
 }
 
 // ended reports the end of a connection, unless the machine has already

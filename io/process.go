@@ -40,7 +40,12 @@ func (s *Stream) apply(a *core.Action) {
 		c.closeSend = true
 		c.notify()
 	case core.ActAbort:
-		s.conn(a).abort()
+		c := s.conn(a)
+		if c.started {
+			// Writes that returned but were never reported still went out.
+			s.countSent(c, c.sent.Load())
+		}
+		c.abort()
 		delete(s.conns, a.Conn)
 	case core.ActComplete:
 		n := a.Last - a.Offset + 1

@@ -35,8 +35,8 @@ type Stream struct {
 	timerAt    core.Instant
 	timerArmed bool
 
-	written int64 // highest offset ever reported sent: a send at or below it is a resend
-	stats   Stats
+	sentHigh int64 // highest offset ever written: a write at or below it is a resend
+	stats    Stats
 
 	// progress and space are closed, and cleared, when waiters may have
 	// something to see: offsets completed or failed (progress), room in the
@@ -78,17 +78,19 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		return nil, err
 	}
 	s := &Stream{
-		t:       t,
-		opts:    opts,
-		kind:    cfg.Kind,
-		rt:      cfg.RecordType,
-		epoch:   time.Now(),
-		m:       m,
-		conns:   make(map[core.ConnID]*conn),
-		timer:   time.NewTimer(time.Hour),
-		written: core.NoOffset,
-		opened:  make(chan struct{}),
-		done:    make(chan struct{}),
+		t:        t,
+		opts:     opts,
+		kind:     cfg.Kind,
+		rt:       cfg.RecordType,
+		epoch:    time.Now(),
+		m:        m,
+		conns:    make(map[core.ConnID]*conn),
+		timer:    time.NewTimer(time.Hour),
+		sentHigh: core.NoOffset,
+		opened:   make(chan struct{}),
+		lowCalls: cfg.MaxInflightCalls - cfg.MaxInflightCalls/8,
+		lowBytes: cfg.MaxInflightBytes - cfg.MaxInflightBytes/8,
+		done:     make(chan struct{}),
 	}
 	s.timer.Stop()
 	s.cb.init(s, opts)
