@@ -13,6 +13,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
 )
 
 const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
@@ -94,6 +95,9 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	case f.closeTimeout <= 0:
 		return nil, usageErr("-close-timeout must be positive")
 	}
+	if err := grpcio.CheckTable(f.table); err != nil {
+		return nil, usageErr("-table: %v", err)
+	}
 	f.file = fs.Arg(0)
 	if f.state == "" {
 		f.state = f.file + ".zbstate"
@@ -108,6 +112,19 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	start := time.Now()
+	// The client dials lazily: this checks the endpoint and options only.
+	copts := []zbstream.Option{zbstream.WithToken(f.token)}
+	if f.appName != "" {
+		copts = append(copts, zbstream.WithAppName(f.appName))
+	}
+	if f.caFile != "" {
+		copts = append(copts, zbstream.WithCAFile(f.caFile))
+	}
+	client, err := zbstream.NewClient(f.endpoint, copts...)
+	if err != nil {
+		return clientErr(err)
+	}
+	defer client.Close()
 	src := source{path: f.file, format: formatJSON}
 	if f.descSet != "" {
 		md, err := loadMessage(f.descSet, f.message)
@@ -170,18 +187,6 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	copts := []zbstream.Option{zbstream.WithToken(f.token)}
-	if f.appName != "" {
-		copts = append(copts, zbstream.WithAppName(f.appName))
-	}
-	if f.caFile != "" {
-		copts = append(copts, zbstream.WithCAFile(f.caFile))
-	}
-	client, err := zbstream.NewClient(f.endpoint, copts...)
-	if err != nil {
-		return clientErr(err)
-	}
-	defer client.Close()
 	sopts := []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)}
 	if src.md != nil {
 		sopts = append(sopts, zbstream.WithProtoMessage(dynamicpb.NewMessage(src.md)))
