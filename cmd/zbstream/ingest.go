@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +51,7 @@ type ingestFlags struct {
 	batchBytes                              int64
 	interval, closeTimeout                  time.Duration
 	file                                    string
+	batchSet                                bool // -batch-size or -batch-bytes given
 }
 
 func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
@@ -74,6 +76,11 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	if f.token == "" {
 		f.token = os.Getenv("ZBSTREAM_TOKEN")
 	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "batch-size" || fl.Name == "batch-bytes" {
+			f.batchSet = true
+		}
+	})
 	switch {
 	case fs.NArg() != 1:
 		fs.Usage()
@@ -145,7 +152,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
 	if st != nil {
-		if st.BatchRecords != batchRecords || st.BatchBytes != batchBytes {
+		if err := st.matchesFlags(f.state, src, f.table); err != nil {
+			return err
+		}
+		if f.batchSet && (st.BatchRecords != batchRecords || st.BatchBytes != batchBytes) {
 			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %d records and %d bytes\n", st.BatchRecords, st.BatchBytes)
 		}
 		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
@@ -155,7 +165,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return interrupted(ctx, err)
 	}
 	if st != nil {
-		if err := st.matches(f.state, src, info, f.table); err != nil {
+		if err := st.matchesFile(f.state, src, info); err != nil {
 			return err
 		}
 		if st.Done {

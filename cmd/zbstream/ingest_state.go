@@ -128,21 +128,28 @@ func (st *ingestState) save(path string) error {
 	return nil
 }
 
-// matches refuses a state file made for another file, table or format.
-// Another file (a different content) is an input error; other flags than
-// the state's are a usage error.
-func (st *ingestState) matches(path string, src source, info fileInfo, table string) error {
+// matchesFlags refuses a state file made for another table, format or
+// message: a usage error, since the flags differ from the state's.
+func (st *ingestState) matchesFlags(path string, src source, table string) error {
 	switch {
-	case st.Size != info.size || st.SHA256 != info.sha256:
-		return inputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
-			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
-			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
 	case st.Table != table:
 		return usageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
 	case st.Format != src.format:
 		return usageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
 	case src.format == formatProto && st.ProtoMessage != string(src.md.FullName()):
 		return usageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
+	}
+	return nil
+}
+
+// matchesFile refuses a state file made for another file (another
+// content): an input error.
+func (st *ingestState) matchesFile(path string, src source, info fileInfo) error {
+	switch {
+	case st.Size != info.size || st.SHA256 != info.sha256:
+		return inputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
+			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
+			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
 	case st.Records != info.records || st.Batches != info.batches:
 		return inputErr("state file %s: %s now reads as %d records in %d calls, not %d in %d", path, src.path, info.records, info.batches, st.Records, st.Batches)
 	}

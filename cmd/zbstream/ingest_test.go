@@ -253,12 +253,12 @@ func TestIngestCrash(t *testing.T) {
 	ts := servertest.Start(t)
 	const n = 50000
 	file := writeLines(t, t.TempDir(), "big.jsonl", n)
-	args := append(serverArgs(ts), "-batch-size", "3", "-max-inflight", "64", "-progress", "10ms", file)
+	args := append(serverArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
 	last := int64(-1)
 	for round := range 3 {
 		var killedAt int64 = -1
 		err, out, errOut := runChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
-			if durable > last && durable < n {
+			if durable > last && durable > 0 && durable < n {
 				killedAt = durable
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Errorf("kill: %v", err)
@@ -316,7 +316,7 @@ func (w *cancelOnProgress) Write(b []byte) (int, error) {
 // file exactly once.
 func TestIngestInterrupt(t *testing.T) {
 	ts := servertest.Start(t)
-	const n = 30000
+	const n = 10000
 	file := writeLines(t, t.TempDir(), "events.jsonl", n)
 	args := append(serverArgs(ts), "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -335,14 +335,11 @@ func TestIngestInterrupt(t *testing.T) {
 	if st.Done {
 		t.Fatal("interrupted run marked done")
 	}
-	if got := len(storedRecords(t, ts, st.StreamID)); got == 0 || got == n {
-		t.Logf("server holds %d of %d after the interrupt", got, n)
-	}
+	t.Logf("server holds %d of %d records after the interrupt", len(storedRecords(t, ts, st.StreamID)), n)
 	code, out2, _ := ingest(context.Background(), t, args...)
-	if code != exitOK {
-		t.Fatalf("exit %d", code)
+	if code != exitOK || !strings.Contains(out2, "from watermark") {
+		t.Fatalf("exit %d: %s", code, out2)
 	}
-	_ = out2
 	checkSeq(t, ts, st.StreamID, n)
 }
 
