@@ -68,7 +68,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
 	fs.Int64Var(&f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
-	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal (0: none)")
+	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
 	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C, how long to wait for what was sent to become durable")
 	if err := parseFlags(fs, args, true); err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ type progress struct {
 func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
 	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
 		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
-	if tty {
+	if tty && interval > 0 {
 		p.interval = 200 * time.Millisecond
 	}
 	if p.interval <= 0 {

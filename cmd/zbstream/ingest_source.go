@@ -67,6 +67,9 @@ func (j *jsonLines) next() ([]byte, error) {
 			return nil, inputErr("%s: reading line %d: %v", j.path, j.line+1, err)
 		}
 		j.line++
+		if j.line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\ufeff")) // a UTF-8 byte order mark
+		}
 		rec := bytes.TrimSpace(b)
 		if len(rec) == 0 {
 			continue

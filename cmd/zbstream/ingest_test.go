@@ -18,6 +18,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -208,16 +209,16 @@ func TestIngestChild(t *testing.T) {
 
 var progressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
 
-// startChild starts "zbstream ingest args" as a child process and calls
+// runChild starts "zbstream ingest args" as a child process and calls
 // onProgress with the durable count of every progress line until it
 // returns true. It returns the child's exit error and its output.
-func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durable int64) bool) (error, string, string) {
+func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durable int64) bool) (stdout, stderr string, err error) {
 	t.Helper()
 	raw, _ := json.Marshal(append([]string{"ingest"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIngestChild$")
 	cmd.Env = append(os.Environ(), envIngestChild+"="+string(raw))
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	var outb bytes.Buffer
+	cmd.Stdout = &outb
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -225,12 +226,12 @@ func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durabl
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
+	var errb strings.Builder
 	lines := bufio.NewScanner(pipe)
 	watching := true
 	for lines.Scan() {
 		line := lines.Text()
-		stderr.WriteString(line + "\n")
+		errb.WriteString(line + "\n")
 		if m := progressLine.FindStringSubmatch(line); watching && m != nil {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
 			if onProgress(cmd, n) {
@@ -239,7 +240,7 @@ func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durabl
 		}
 	}
 	err = cmd.Wait()
-	return err, stdout.String(), stderr.String()
+	return outb.String(), errb.String(), err
 }
 
 // TestIngestCrash is exactly-once across SIGKILLs of the ingesting
@@ -257,7 +258,7 @@ func TestIngestCrash(t *testing.T) {
 	last := int64(-1)
 	for round := range 3 {
 		var killedAt int64 = -1
-		err, out, errOut := runChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
+		out, errOut, err := runChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
 			if durable > last && durable > 0 && durable < n {
 				killedAt = durable
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -274,7 +275,7 @@ func TestIngestCrash(t *testing.T) {
 		}
 		last = killedAt
 	}
-	err, out, errOut := runChild(t, args, func(*exec.Cmd, int64) bool { return false })
+	out, errOut, err := runChild(t, args, func(*exec.Cmd, int64) bool { return false })
 	if err != nil {
 		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
 	}
@@ -501,4 +502,26 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+func TestIngestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
+	p.start = time.Now().Add(-time.Second)
+	p.report()
+	p.end()
+	got := b.String()
+	for _, want := range []string{"\r\033[K[===========>                  ]", " 40.0% 400/1000 records", "300 rec/s", "ETA 2s", "\r\033[K"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("bar %q lacks %q", got, want)
+		}
+	}
+	b.Reset()
+	p = newProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
+	p.start = time.Now().Add(-time.Second)
+	p.report()
+	p.end()
+	if got, want := b.String(), "ingest: 500/1000 records durable (50.0%), 500 rec/s, ETA 1s\n"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
 }
