@@ -59,7 +59,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs := newFlags("ingest", ingestSynopsis, stderr)
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN)")
-	fs.StringVar(&f.table, "table", "", "target table, catalog.schema.table")
+	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
 	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
 	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
 	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
@@ -164,6 +164,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return interrupted(ctx, err)
 	}
+	scanned := time.Since(start)
 	if st != nil {
 		if err := st.matchesFile(f.state, src, info); err != nil {
 			return err
@@ -252,8 +253,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	durable := run.tr.update(last)
 	stats := s.Stats()
 	if ctx.Err() != nil {
-		msg := fmt.Sprintf("interrupted: %d of %d records durable in stream %s (offset %d of %d); run the same command again to continue",
-			durable, st.Records, st.StreamID, last, st.Batches-1)
+		where := "no call durable yet"
+		if last >= 0 {
+			where = fmt.Sprintf("up to call %d of %d", last, st.Batches-1)
+		}
+		msg := fmt.Sprintf("interrupted: %d of %d records durable in stream %s (%s); run the same command again to continue",
+			durable, st.Records, st.StreamID, where)
 		if closeErr != nil {
 			msg += fmt.Sprintf(" (close: %v)", closeErr)
 		}
@@ -272,9 +277,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if resumed {
 		from = fmt.Sprintf("watermark %d (%d records already on the server)", w, run.base)
 	}
-	fmt.Fprintf(stdout, "ingest: done: %d records of %s in stream %s of %s; sent %d records in %d calls from %s, reconciled %d, resent %d, reconnects %d, in %s (%s rec/s)\n",
+	fmt.Fprintf(stdout, "ingest: done: %d records of %s in stream %s of %s; sent %d records in %d calls from %s, reconciled %d, resent %d, reconnects %d, in %s (%s checking the file; %s rec/s)\n",
 		st.Records, f.file, st.StreamID, st.Table, sent, stats.Accepted, from, stats.Reconciled, stats.Resent, stats.Reconnects,
-		fmtDuration(el), fmtRate(float64(sent)/el.Seconds()))
+		fmtDuration(el), fmtDuration(scanned), fmtRate(float64(sent)/(el-scanned).Seconds()))
 	return nil
 }
 
