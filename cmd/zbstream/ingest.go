@@ -95,8 +95,8 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:
 		return nil, usageErr("-batch-size must be positive")
-	case f.batchBytes <= 0:
-		return nil, usageErr("-batch-bytes must be positive")
+	case f.batchBytes <= 0 || f.batchBytes > core.DefaultMaxCallBytes:
+		return nil, usageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
 	case f.maxInflight <= 0:
 		return nil, usageErr("-max-inflight must be positive")
 	case f.closeTimeout <= 0:
@@ -150,6 +150,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	fresh := false // the state file is made by this run
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
 	if st != nil {
 		if err := st.matchesFlags(f.state, src, f.table); err != nil {
@@ -175,6 +176,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		}
 	} else {
+		fresh = true
 		if info.records == 0 {
 			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
 			return nil
@@ -221,11 +223,25 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return interrupted(ctx, clientErr(err))
 		}
 		st.StreamID = s.StreamID()
+		closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
+		defer cancel()
 		if err := st.save(f.state); err != nil {
-			closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
-			defer cancel()
 			_ = s.Close(closeCtx)
 			return withCode(exitFailure, err)
+		}
+		if !fresh {
+			// A re-create after a crash: the stream is empty by
+			// construction (nothing is sent before its id is saved), but
+			// a create's answer carries no watermark, so ask for it
+			// rather than assume it.
+			if err := s.Close(closeCtx); err != nil {
+				return interrupted(ctx, clientErr(err))
+			}
+			resumed = true
+			s, err = client.ResumeStream(ctx, st.Table, st.StreamID, sopts...)
+			if err != nil {
+				return interrupted(ctx, clientErr(err))
+			}
 		}
 	}
 	w := s.LastDurable() // the server's watermark: calls 0..w are durable

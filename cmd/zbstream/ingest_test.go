@@ -170,14 +170,16 @@ func TestIngestCreateCrash(t *testing.T) {
 	}
 	st := readState(t, file+".zbstate")
 	id := st.StreamID
-	// The server already has the stream (full here: a real crash before
-	// the save would leave it empty, and the rerun finds its watermark).
+	// The server already has the stream (full here, where a real crash
+	// before the save leaves it empty): the rerun finds its watermark and
+	// sends nothing.
 	st.StreamID, st.Done = "", false
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, _ := ingest(ctx, t, args...); code != exitOK {
-		t.Fatalf("exit %d", code)
+	code, out, _ := ingest(ctx, t, args...)
+	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 19") {
+		t.Fatalf("exit %d: %s", code, out)
 	}
 	if got := readState(t, file+".zbstate").StreamID; got != id {
 		t.Fatalf("re-create gave stream %s, want %s", got, id)
