@@ -150,7 +150,18 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	fresh := false // the state file is made by this run
+	// A state file without a stream id was saved before a create that
+	// failed or was cut short: nothing was sent under it, so its stream,
+	// if the server made it, is empty. The flags and the file may change
+	// then; the request id is kept (to get that stream back) unless the
+	// table or the record type changed.
+	var requestID string
+	if st != nil && st.StreamID == "" {
+		if st.matchesFlags(f.state, src, f.table) == nil {
+			requestID = st.ClientRequestID
+		}
+		st = nil
+	}
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
 	if st != nil {
 		if err := st.matchesFlags(f.state, src, f.table); err != nil {
@@ -166,6 +177,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return interrupted(ctx, err)
 	}
 	scanned := time.Since(start)
+	recreate := false // the create may have been made by an earlier run
 	if st != nil {
 		if err := st.matchesFile(f.state, src, info); err != nil {
 			return err
@@ -176,21 +188,22 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		}
 	} else {
-		fresh = true
 		if info.records == 0 {
 			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
 			return nil
 		}
-		id, err := newRequestID()
-		if err != nil {
-			return err
+		recreate = requestID != ""
+		if !recreate {
+			if requestID, err = newRequestID(); err != nil {
+				return err
+			}
 		}
 		abs, _ := filepath.Abs(f.file)
 		st = &ingestState{
 			Version: stateVersion, File: abs, Size: info.size, SHA256: info.sha256,
 			Format: src.format, Records: info.records,
 			BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
-			Endpoint: f.endpoint, Table: f.table, ClientRequestID: id, Created: time.Now().UTC(),
+			Endpoint: f.endpoint, Table: f.table, ClientRequestID: requestID, Created: time.Now().UTC(),
 		}
 		if src.md != nil {
 			st.ProtoMessage = string(src.md.FullName())
@@ -229,7 +242,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			_ = s.Close(closeCtx)
 			return withCode(exitFailure, err)
 		}
-		if !fresh {
+		if recreate {
 			// A re-create after a crash: the stream is empty by
 			// construction (nothing is sent before its id is saved), but
 			// a create's answer carries no watermark, so ask for it

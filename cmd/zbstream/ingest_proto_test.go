@@ -44,6 +44,13 @@ func testMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, stri
 			}},
 		}},
 	}
+	// zbtest.Outer {Event event = 1;}: refers to a type not nested in it.
+	fdp.MessageType = append(fdp.MessageType, &descriptorpb.DescriptorProto{
+		Name: proto.String("Outer"),
+		Field: []*descriptorpb.FieldDescriptorProto{
+			{Name: proto.String("event"), Number: proto.Int32(1), Label: opt, Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(), TypeName: proto.String(".zbtest.Event"), JsonName: proto.String("event")},
+		},
+	})
 	fd, err := protodesc.NewFile(fdp, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -169,5 +176,12 @@ func TestIngestProtoMalformed(t *testing.T) {
 	code, _, _ = ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
 	if code != exitInput {
 		t.Fatalf("missing descriptor set: exit %d", code)
+	}
+	code, _, errOut = ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
+	if code != exitUsage || !strings.Contains(errOut, "field zbtest.Outer.event refers to zbtest.Event, which is not nested in zbtest.Outer") {
+		t.Fatalf("message not self-contained: exit %d: %s", code, errOut)
+	}
+	if c := streamCount(t, ts); c != 0 {
+		t.Fatalf("server has %d streams: something was sent", c)
 	}
 }

@@ -189,6 +189,31 @@ func TestIngestCreateCrash(t *testing.T) {
 	}
 }
 
+// TestIngestRefusedThenRight: a first run refused by the server (a table
+// the token may not write) leaves a state file without a stream; the
+// corrected run, with another table, starts afresh instead of refusing
+// the state, since nothing was sent under it.
+func TestIngestRefusedThenRight(t *testing.T) {
+	ts := servertest.Start(t)
+	ctx := context.Background()
+	file := writeLines(t, t.TempDir(), "events.jsonl", 50)
+	code, _, errOut := ingest(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", ts.Token, "-table", "main.other.table", file)
+	if code != exitAuth {
+		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
+	}
+	if st := readState(t, file+".zbstate"); st.StreamID != "" {
+		t.Fatalf("state names a stream: %+v", st)
+	}
+	if code, _, _ := ingest(ctx, t, append(serverArgs(ts), file)...); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	st := readState(t, file+".zbstate")
+	if st.Table != ts.Table || !st.Done {
+		t.Fatalf("state %+v", st)
+	}
+	checkSeq(t, ts, st.StreamID, 50)
+}
+
 // Environment of the child process of TestIngestCrash.
 const envIngestChild = "ZBSTREAM_INGEST_CHILD_ARGS"
 
