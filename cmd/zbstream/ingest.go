@@ -294,7 +294,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return withCode(exitInterrupted, errors.New(msg))
 	}
 	if closeErr != nil {
-		return clientErr(fmt.Errorf("closing stream %s at offset %d of %d (run again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
+		return clientErr(fmt.Errorf("closing stream %s with calls durable up to %d of %d (run the same command again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
 	}
 	st.Done, st.Finished = true, time.Now().UTC()
 	if err := st.save(f.state); err != nil {
@@ -379,7 +379,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return clientErr(fmt.Errorf("call %d: %w", k, err))
+			return clientErr(fmt.Errorf("stream %s failed at call %d of %d (run the same command again to continue): %w", r.st.StreamID, k, r.st.Batches-1, err))
 		}
 		if off != k {
 			return withCode(exitFailure, fmt.Errorf("call %d got offset %d: the stream and the file disagree", k, off))

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
@@ -212,6 +213,34 @@ func TestIngestRefusedThenRight(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	checkSeq(t, ts, st.StreamID, 50)
+}
+
+// TestIngestServerFaults: a lost create response, lost acks after a
+// commit, dropped connections and a session rotation during one run cost
+// reconnects, not duplicates or gaps.
+func TestIngestServerFaults(t *testing.T) {
+	ts := servertest.Start(t)
+	for _, f := range []server.Fault{
+		{Kind: server.FaultLoseOpenResponse},
+		{Kind: server.FaultCommitThenDrop, After: 5},
+		{Kind: server.FaultDrop, After: 20},
+		{Kind: server.FaultCloseSignal, After: 40, Delay: 10 * time.Millisecond},
+		{Kind: server.FaultRepeatAcks, After: 3, Repeat: 2},
+	} {
+		ts.Inject(server.Match{Table: ts.Table}, f)
+	}
+	file := writeLines(t, t.TempDir(), "events.jsonl", 2000)
+	code, out, _ := ingest(context.Background(), t, append(serverArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(out, "reconnects 0") {
+		t.Errorf("no reconnect: %s", out)
+	}
+	checkSeq(t, ts, readState(t, file+".zbstate").StreamID, 2000)
+	if c := streamCount(t, ts); c != 1 {
+		t.Fatalf("server has %d streams, want 1", c)
+	}
 }
 
 // Environment of the child process of TestIngestCrash.
