@@ -38,9 +38,9 @@ Flags:`
 
 // Defaults of the ingest command.
 const (
-	defaultBatchRecords = 100
-	defaultBatchBytes   = 4 << 20
-	defaultMaxInflight  = 1000
+	ingestDefaultBatchRecords = 100
+	ingestDefaultBatchBytes   = 4 << 20
+	ingestDefaultMaxInflight  = 1000
 )
 
 type ingestFlags struct {
@@ -65,9 +65,9 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
 	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
 	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
-	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
-	fs.Int64Var(&f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
-	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
+	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
+	fs.Int64Var(&f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
+	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
 	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C, how long to wait for what was sent to become durable")
 	if err := parseFlags(fs, args, true); err != nil {
@@ -132,21 +132,21 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return clientErr(err)
 	}
 	defer client.Close()
-	src := source{path: f.file, format: formatJSON}
+	src := ingestSource{path: f.file, format: ingestFormatJSON}
 	if f.descSet != "" {
-		md, err := loadMessage(f.descSet, f.message)
+		md, err := ingestLoadMessage(f.descSet, f.message)
 		if err != nil {
 			return err
 		}
-		src.format, src.md = formatProto, md
+		src.format, src.md = ingestFormatProto, md
 	}
 	if fi, err := os.Stat(f.file); err != nil {
-		return inputErr("%v", err)
+		return ingestInputErr("%v", err)
 	} else if fi.IsDir() {
-		return inputErr("%s is a directory", f.file)
+		return ingestInputErr("%s is a directory", f.file)
 	}
 
-	st, err := loadState(f.state)
+	st, err := loadIngestState(f.state)
 	if err != nil {
 		return err
 	}
@@ -172,9 +172,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
 	}
-	info, err := scan(ctx, src, batchRecords, batchBytes)
+	info, err := ingestScan(ctx, src, batchRecords, batchBytes)
 	if err != nil {
-		return interrupted(ctx, err)
+		return ingestInterrupted(ctx, err)
 	}
 	scanned := time.Since(start)
 	recreate := false // the create may have been made by an earlier run
@@ -194,13 +194,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		recreate = requestID != ""
 		if !recreate {
-			if requestID, err = newRequestID(); err != nil {
+			if requestID, err = ingestRequestID(); err != nil {
 				return err
 			}
 		}
 		abs, _ := filepath.Abs(f.file)
 		st = &ingestState{
-			Version: stateVersion, File: abs, Size: info.size, SHA256: info.sha256,
+			Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
 			Format: src.format, Records: info.records,
 			BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
 			Endpoint: f.endpoint, Table: f.table, ClientRequestID: requestID, Created: time.Now().UTC(),
@@ -226,14 +226,14 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if ce := (*zbstream.ConnectionError)(nil); errors.As(err, &ce) && ce.Code == core.CodeNotFound {
 				err = fmt.Errorf("%w (state file %s names stream %s, which this server does not have: another server, or a retired stream?)", err, f.state, st.StreamID)
 			}
-			return interrupted(ctx, clientErr(err))
+			return ingestInterrupted(ctx, clientErr(err))
 		}
 	} else {
 		// Idempotent: after a crash between the create and the save below,
 		// the same request id gets the same stream back, still empty.
 		s, err = client.CreatePersistentStream(ctx, st.Table, append(sopts, zbstream.WithClientRequestID(st.ClientRequestID))...)
 		if err != nil {
-			return interrupted(ctx, clientErr(err))
+			return ingestInterrupted(ctx, clientErr(err))
 		}
 		st.StreamID = s.StreamID()
 		closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
@@ -248,12 +248,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			// a create's answer carries no watermark, so ask for it
 			// rather than assume it.
 			if err := s.Close(closeCtx); err != nil {
-				return interrupted(ctx, clientErr(err))
+				return ingestInterrupted(ctx, clientErr(err))
 			}
 			resumed = true
 			s, err = client.ResumeStream(ctx, st.Table, st.StreamID, sopts...)
 			if err != nil {
-				return interrupted(ctx, clientErr(err))
+				return ingestInterrupted(ctx, clientErr(err))
 			}
 		}
 	}
@@ -308,12 +308,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "ingest: done: %d records of %s in stream %s of %s; sent %d records in %d calls from %s, reconciled %d, resent %d, reconnects %d, in %s (%s checking the file; %s rec/s)\n",
 		st.Records, f.file, st.StreamID, st.Table, sent, stats.Accepted, from, stats.Reconciled, stats.Resent, stats.Reconnects,
-		fmtDuration(el), fmtDuration(scanned), fmtRate(float64(sent)/(el-scanned).Seconds()))
+		ingestFmtDuration(el), ingestFmtDuration(scanned), ingestFmtRate(float64(sent)/(el-scanned).Seconds()))
 	return nil
 }
 
-// interrupted turns an error caused by Ctrl-C into exit code 130.
-func interrupted(ctx context.Context, err error) error {
+// ingestInterrupted turns an error caused by Ctrl-C into exit code 130.
+func ingestInterrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return withCode(exitInterrupted, fmt.Errorf("interrupted before anything was sent in this run; run again to continue (%w)", context.Cause(ctx)))
 	}
@@ -324,14 +324,14 @@ func interrupted(ctx context.Context, err error) error {
 type ingestRun struct {
 	f         *ingestFlags
 	st        *ingestState
-	src       source
+	src       ingestSource
 	s         *zbstream.Stream
 	stderr    io.Writer
 	resumedAt int64
 
-	tr   tracker
+	tr   ingestTracker
 	base int64 // records durable before this run
-	prog *progress
+	prog *ingestProgress
 }
 
 func (r *ingestRun) send(ctx context.Context) error {
@@ -340,14 +340,14 @@ func (r *ingestRun) send(ctx context.Context) error {
 		return err
 	}
 	defer closeFile()
-	b := &batcher{r: rr, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes}
+	b := &ingestBatcher{r: rr, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes}
 	var records int64
 	// Skip the calls the server holds.
 	for k := int64(0); k <= r.resumedAt; k++ {
 		batch, err := b.next()
 		if err != nil {
 			if err == io.EOF {
-				err = inputErr("%s ended at call %d, before the watermark %d", r.src.path, k, r.resumedAt)
+				err = ingestInputErr("%s ended at call %d, before the watermark %d", r.src.path, k, r.resumedAt)
 			}
 			return err
 		}
@@ -358,7 +358,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 	}
 	r.base = records
 	r.tr.durable = records
-	r.prog = newProgress(r.stderr, isTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
+	r.prog = newIngestProgress(r.stderr, ingestIsTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
 		func() int64 { return r.tr.update(r.s.LastDurable()) })
 	for k := r.resumedAt + 1; ; k++ {
 		if ctx.Err() != nil {
@@ -367,7 +367,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 		batch, err := b.next()
 		if err == io.EOF {
 			if k != r.st.Batches {
-				return inputErr("%s now holds %d calls, not %d: it changed during the ingestion", r.src.path, k, r.st.Batches)
+				return ingestInputErr("%s now holds %d calls, not %d: it changed during the ingestion", r.src.path, k, r.st.Batches)
 			}
 			return nil
 		}

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// isTerminal reports whether w is a character device (a terminal), which
+// ingestIsTerminal reports whether w is a character device (a terminal), which
 // is what decides between a redrawn progress bar and plain lines. It needs
 // no dependency; /dev/null also counts, and gets the bar, harmlessly.
-func isTerminal(w io.Writer) bool {
+func ingestIsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -21,27 +21,27 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// tracker turns the stream's durable offset into a count of durable
+// ingestTracker turns the stream's durable offset into a count of durable
 // records: it remembers, for every call in flight, the number of records
 // up to and including it.
-type tracker struct {
+type ingestTracker struct {
 	mu      sync.Mutex
-	marks   []mark // calls sent, not yet known durable, in offset order
-	durable int64  // records known durable
+	marks   []ingestMark // calls sent, not yet known durable, in offset order
+	durable int64        // records known durable
 }
 
-type mark struct{ offset, records int64 }
+type ingestMark struct{ offset, records int64 }
 
 // sent notes that call offset took the count of records sent to records.
-func (t *tracker) sent(offset, records int64) {
+func (t *ingestTracker) sent(offset, records int64) {
 	t.mu.Lock()
-	t.marks = append(t.marks, mark{offset, records})
+	t.marks = append(t.marks, ingestMark{offset, records})
 	t.mu.Unlock()
 }
 
 // update learns that every offset up to w is durable and returns the
 // number of durable records.
-func (t *tracker) update(w int64) int64 {
+func (t *ingestTracker) update(w int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := 0
@@ -56,9 +56,9 @@ func (t *tracker) update(w int64) int64 {
 	return t.durable
 }
 
-// progress reports ingestion: a bar redrawn in place on a terminal, plain
+// ingestProgress reports ingestion: a bar redrawn in place on a terminal, plain
 // lines every interval otherwise.
-type progress struct {
+type ingestProgress struct {
 	w        io.Writer
 	tty      bool
 	interval time.Duration
@@ -73,8 +73,8 @@ type progress struct {
 	drew bool // a bar is on the line
 }
 
-func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
-	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
+func newIngestProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *ingestProgress {
+	p := &ingestProgress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
 		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if tty && interval > 0 {
 		p.interval = 200 * time.Millisecond
@@ -87,7 +87,7 @@ func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int6
 	return p
 }
 
-func (p *progress) run() {
+func (p *ingestProgress) run() {
 	defer close(p.done)
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -101,13 +101,13 @@ func (p *progress) run() {
 	}
 }
 
-func (p *progress) report() {
+func (p *ingestProgress) report() {
 	n := p.durable()
 	el := time.Since(p.start)
 	rate := float64(n-p.base) / el.Seconds()
 	eta := "?"
 	if rate > 0 {
-		eta = fmtDuration(time.Duration(float64(p.total-n) / rate * float64(time.Second)))
+		eta = ingestFmtDuration(time.Duration(float64(p.total-n) / rate * float64(time.Second)))
 	}
 	pct := 100.0
 	if p.total > 0 {
@@ -122,15 +122,15 @@ func (p *progress) report() {
 		if fill > 0 && fill < width {
 			bar = strings.Repeat("=", fill-1) + ">" + strings.Repeat(" ", width-fill)
 		}
-		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%d records  %s rec/s  ETA %s", bar, pct, n, p.total, fmtRate(rate), eta)
+		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%d records  %s rec/s  ETA %s", bar, pct, n, p.total, ingestFmtRate(rate), eta)
 		p.drew = true
 		return
 	}
-	fmt.Fprintf(p.w, "ingest: %d/%d records durable (%.1f%%), %s rec/s, ETA %s\n", n, p.total, pct, fmtRate(rate), eta)
+	fmt.Fprintf(p.w, "ingest: %d/%d records durable (%.1f%%), %s rec/s, ETA %s\n", n, p.total, pct, ingestFmtRate(rate), eta)
 }
 
 // end stops the reports and clears the bar.
-func (p *progress) end() {
+func (p *ingestProgress) end() {
 	if p == nil {
 		return
 	}
@@ -148,7 +148,7 @@ func (p *progress) end() {
 	}
 }
 
-func fmtRate(r float64) string {
+func ingestFmtRate(r float64) string {
 	switch {
 	case r >= 1e6:
 		return fmt.Sprintf("%.1fM", r/1e6)
@@ -158,7 +158,7 @@ func fmtRate(r float64) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
-func fmtDuration(d time.Duration) string {
+func ingestFmtDuration(d time.Duration) string {
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}

@@ -19,10 +19,10 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// testMessage builds message zbtest.Event {int64 seq = 1; string name = 2;
+// ingestTestMessage builds message zbtest.Event {int64 seq = 1; string name = 2;
 // Inner inner = 3; message Inner {bool ok = 1;}} and writes its
 // FileDescriptorSet to dir.
-func testMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, string) {
+func ingestTestMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, string) {
 	t.Helper()
 	opt := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()
 	fdp := &descriptorpb.FileDescriptorProto{
@@ -67,9 +67,9 @@ func testMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, stri
 	return fd.Messages().ByName("Event"), path
 }
 
-// writeProtoRecords writes n length-delimited zbtest.Event records and
+// ingestWriteProtoRecords writes n length-delimited zbtest.Event records and
 // returns the file's path and the records.
-func writeProtoRecords(t *testing.T, dir string, md protoreflect.MessageDescriptor, n int) (string, [][]byte) {
+func ingestWriteProtoRecords(t *testing.T, dir string, md protoreflect.MessageDescriptor, n int) (string, [][]byte) {
 	t.Helper()
 	var file bytes.Buffer
 	var recs [][]byte
@@ -103,18 +103,18 @@ func TestIngestProto(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	md, set := testMessage(t, dir)
-	file, recs := writeProtoRecords(t, dir, md, 500)
-	args := append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", "-batch-size", "16", file)
-	code, out, _ := ingest(ctx, t, args...)
+	md, set := ingestTestMessage(t, dir)
+	file, recs := ingestWriteProtoRecords(t, dir, md, 500)
+	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", "-batch-size", "16", file)
+	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != exitOK || !strings.Contains(out, "done: 500 records") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	st := readState(t, file+".zbstate")
-	if st.Format != formatProto || st.ProtoMessage != "zbtest.Event" || st.Batches != 32 {
+	st := ingestReadState(t, file+".zbstate")
+	if st.Format != ingestFormatProto || st.ProtoMessage != "zbtest.Event" || st.Batches != 32 {
 		t.Fatalf("state %+v", st)
 	}
-	got := storedRecords(t, ts, st.StreamID)
+	got := ingestStored(t, ts, st.StreamID)
 	if len(got) != len(recs) {
 		t.Fatalf("server holds %d records, want %d", len(got), len(recs))
 	}
@@ -124,11 +124,11 @@ func TestIngestProto(t *testing.T) {
 		}
 	}
 	// Done: nothing more is sent.
-	if code, out, _ := ingest(ctx, t, args...); code != exitOK || !strings.Contains(out, "already done") {
+	if code, out, _ := runIngestCmd(ctx, t, args...); code != exitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
 	// The same state with JSON flags: refused.
-	code, _, errOut := ingest(ctx, t, append(serverArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...)
 	if code != exitUsage || !strings.Contains(errOut, "was made for protobuf-delimited input") {
 		t.Fatalf("format mismatch: exit %d: %s", code, errOut)
 	}
@@ -137,8 +137,8 @@ func TestIngestProto(t *testing.T) {
 func TestIngestProtoMalformed(t *testing.T) {
 	ts := servertest.Start(t)
 	dir := t.TempDir()
-	md, set := testMessage(t, dir)
-	file, recs := writeProtoRecords(t, dir, md, 10)
+	md, set := ingestTestMessage(t, dir)
+	file, recs := ingestWriteProtoRecords(t, dir, md, 10)
 	full, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -159,29 +159,29 @@ func TestIngestProtoMalformed(t *testing.T) {
 			if err := os.WriteFile(path, tc.content, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, _, errOut := ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", path)...)
+			code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", path)...)
 			if code != exitInput || !strings.Contains(errOut, tc.msg) {
 				t.Fatalf("exit %d: %s\nwant %s", code, errOut, tc.msg)
 			}
 		})
 	}
-	if c := streamCount(t, ts); c != 0 {
+	if c := ingestStreamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 	// An unknown message, a missing descriptor set.
-	code, _, errOut := ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Nope", file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Nope", file)...)
 	if code != exitUsage || !strings.Contains(errOut, "no such message") {
 		t.Fatalf("unknown message: exit %d: %s", code, errOut)
 	}
-	code, _, _ = ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
+	code, _, _ = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
 	if code != exitInput {
 		t.Fatalf("missing descriptor set: exit %d", code)
 	}
-	code, _, errOut = ingest(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
+	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
 	if code != exitUsage || !strings.Contains(errOut, "field zbtest.Outer.event refers to zbtest.Event, which is not nested in zbtest.Outer") {
 		t.Fatalf("message not self-contained: exit %d: %s", code, errOut)
 	}
-	if c := streamCount(t, ts); c != 0 {
+	if c := ingestStreamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 }

@@ -28,44 +28,44 @@ import (
 
 // Input formats, as the state file names them.
 const (
-	formatJSON  = "json-lines"
-	formatProto = "protobuf-delimited"
+	ingestFormatJSON  = "json-lines"
+	ingestFormatProto = "protobuf-delimited"
 )
 
-// maxRecordBytes bounds one record: the protocol's per-call limit, which a
+// ingestMaxRecordBytes bounds one record: the protocol's per-call limit, which a
 // record sent alone must fit.
-const maxRecordBytes = core.DefaultMaxCallBytes
+const ingestMaxRecordBytes = core.DefaultMaxCallBytes
 
-// inputErr is an unreadable or malformed input: exit code 3.
-func inputErr(format string, a ...any) error {
+// ingestInputErr is an unreadable or malformed input: exit code 3.
+func ingestInputErr(format string, a ...any) error {
 	return withCode(exitInput, fmt.Errorf(format, a...))
 }
 
-// recordReader yields a file's records in order; io.EOF ends them. Every
+// ingestRecordReader yields a file's records in order; io.EOF ends them. Every
 // other error is an input error naming the file and the place.
-type recordReader interface {
+type ingestRecordReader interface {
 	next() ([]byte, error)
 }
 
-// jsonLines reads a JSON-lines file: every non-empty line is one record, a
+// ingestJSONLines reads a JSON-lines file: every non-empty line is one record, a
 // JSON object; blank lines are skipped.
-type jsonLines struct {
+type ingestJSONLines struct {
 	path string
 	r    *bufio.Reader
 	line int64
 }
 
-func (j *jsonLines) next() ([]byte, error) {
+func (j *ingestJSONLines) next() ([]byte, error) {
 	for {
 		b, err := j.r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
 			if err == io.EOF {
 				return nil, io.EOF
 			}
-			return nil, inputErr("%s: reading after line %d: %v", j.path, j.line, err)
+			return nil, ingestInputErr("%s: reading after line %d: %v", j.path, j.line, err)
 		}
 		if err != nil && err != io.EOF {
-			return nil, inputErr("%s: reading line %d: %v", j.path, j.line+1, err)
+			return nil, ingestInputErr("%s: reading line %d: %v", j.path, j.line+1, err)
 		}
 		j.line++
 		if j.line == 1 {
@@ -77,18 +77,18 @@ func (j *jsonLines) next() ([]byte, error) {
 		}
 		switch {
 		case rec[0] != '{':
-			return nil, inputErr("%s:%d: not a JSON object (starts with %q)", j.path, j.line, preview(rec))
+			return nil, ingestInputErr("%s:%d: not a JSON object (starts with %q)", j.path, j.line, ingestPreview(rec))
 		case !json.Valid(rec):
-			return nil, inputErr("%s:%d: malformed JSON: %s", j.path, j.line, jsonProblem(rec))
-		case len(rec) > maxRecordBytes:
-			return nil, inputErr("%s:%d: record of %d bytes is over the per-call limit of %d bytes", j.path, j.line, len(rec), maxRecordBytes)
+			return nil, ingestInputErr("%s:%d: malformed JSON: %s", j.path, j.line, ingestJSONProblem(rec))
+		case len(rec) > ingestMaxRecordBytes:
+			return nil, ingestInputErr("%s:%d: record of %d bytes is over the per-call limit of %d bytes", j.path, j.line, len(rec), ingestMaxRecordBytes)
 		}
 		return rec, nil
 	}
 }
 
-// jsonProblem says what is wrong with a line that json.Valid refused.
-func jsonProblem(b []byte) string {
+// ingestJSONProblem says what is wrong with a line that json.Valid refused.
+func ingestJSONProblem(b []byte) string {
 	var v any
 	err := json.Unmarshal(b, &v)
 	var se *json.SyntaxError
@@ -101,25 +101,25 @@ func jsonProblem(b []byte) string {
 	return "invalid JSON"
 }
 
-func preview(b []byte) string {
+func ingestPreview(b []byte) string {
 	if len(b) > 20 {
 		return string(b[:20]) + "..."
 	}
 	return string(b)
 }
 
-// delimitedProto reads a file of length-delimited protobuf records: each a
+// ingestDelimitedProto reads a file of length-delimited protobuf records: each a
 // varint length, then that many bytes, which must parse as msg.
-type delimitedProto struct {
+type ingestDelimitedProto struct {
 	path  string
 	r     *bufio.Reader
 	md    protoreflect.MessageDescriptor
 	n     int64 // records read
 	pos   int64 // byte offset of the next record's length prefix
-	count *countingReader
+	count *ingestCountingReader
 }
 
-func (p *delimitedProto) next() ([]byte, error) {
+func (p *ingestDelimitedProto) next() ([]byte, error) {
 	at := p.pos
 	idx := p.n + 1
 	size, err := binary.ReadUvarint(p.r)
@@ -127,41 +127,41 @@ func (p *delimitedProto) next() ([]byte, error) {
 	case err == io.EOF:
 		return nil, io.EOF
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, inputErr("%s: record %d at byte offset %d: truncated length prefix", p.path, idx, at)
+		return nil, ingestInputErr("%s: record %d at byte offset %d: truncated length prefix", p.path, idx, at)
 	case err != nil && p.count.err != nil:
-		return nil, inputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, p.count.err)
+		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, p.count.err)
 	case err != nil:
-		return nil, inputErr("%s: record %d at byte offset %d: bad length prefix: %v", p.path, idx, at, err)
+		return nil, ingestInputErr("%s: record %d at byte offset %d: bad length prefix: %v", p.path, idx, at, err)
 	}
 	head := int64(protowire.SizeVarint(size))
-	if size > maxRecordBytes {
-		return nil, inputErr("%s: record %d at byte offset %d: length %d is over the per-call limit of %d bytes (a corrupt prefix?)", p.path, idx, at, size, maxRecordBytes)
+	if size > ingestMaxRecordBytes {
+		return nil, ingestInputErr("%s: record %d at byte offset %d: length %d is over the per-call limit of %d bytes (a corrupt prefix?)", p.path, idx, at, size, ingestMaxRecordBytes)
 	}
 	rec := make([]byte, size)
 	if n, err := io.ReadFull(p.r, rec); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-			return nil, inputErr("%s: record %d at byte offset %d: truncated: length %d, only %d bytes left", p.path, idx, at, size, n)
+			return nil, ingestInputErr("%s: record %d at byte offset %d: truncated: length %d, only %d bytes left", p.path, idx, at, size, n)
 		}
-		return nil, inputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
+		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
 	}
 	if err := proto.Unmarshal(rec, dynamicpb.NewMessage(p.md)); err != nil {
-		return nil, inputErr("%s: record %d at byte offset %d: not a valid %s: %v", p.path, idx, at, p.md.FullName(), err)
+		return nil, ingestInputErr("%s: record %d at byte offset %d: not a valid %s: %v", p.path, idx, at, p.md.FullName(), err)
 	}
 	p.n++
 	p.pos = at + head + int64(size)
 	return rec, nil
 }
 
-// countingReader counts the bytes read and remembers the first read error
+// ingestCountingReader counts the bytes read and remembers the first read error
 // that is not io.EOF, so that a failing disk is not reported as a
 // malformed record.
-type countingReader struct {
+type ingestCountingReader struct {
 	r   io.Reader
 	n   int64
 	err error
 }
 
-func (c *countingReader) Read(b []byte) (int, error) {
+func (c *ingestCountingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	if err != nil && err != io.EOF && c.err == nil {
@@ -170,19 +170,19 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// loadMessage finds message name in a FileDescriptorSet file.
-func loadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
+// ingestLoadMessage finds message name in a FileDescriptorSet file.
+func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, inputErr("descriptor set: %v", err)
+		return nil, ingestInputErr("descriptor set: %v", err)
 	}
 	var set descriptorpb.FileDescriptorSet
 	if err := proto.Unmarshal(b, &set); err != nil {
-		return nil, inputErr("descriptor set %s: not a FileDescriptorSet: %v", path, err)
+		return nil, ingestInputErr("descriptor set %s: not a FileDescriptorSet: %v", path, err)
 	}
 	files, err := protodesc.NewFiles(&set)
 	if err != nil {
-		return nil, inputErr("descriptor set %s: %v", path, err)
+		return nil, ingestInputErr("descriptor set %s: %v", path, err)
 	}
 	d, err := files.FindDescriptorByName(protoreflect.FullName(name))
 	if errors.Is(err, protoregistry.NotFound) {
@@ -198,23 +198,23 @@ func loadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
 		})
 		return nil, usageErr("-proto-message %s: no such message in %s (it has %v)", name, path, names)
 	} else if err != nil {
-		return nil, inputErr("descriptor set %s: %v", path, err)
+		return nil, ingestInputErr("descriptor set %s: %v", path, err)
 	}
 	md, ok := d.(protoreflect.MessageDescriptor)
 	if !ok {
 		return nil, usageErr("-proto-message %s: not a message in %s", name, path)
 	}
-	if err := selfContained(md, md.FullName()); err != nil {
+	if err := ingestSelfContained(md, md.FullName()); err != nil {
 		return nil, err
 	}
 	return md, nil
 }
 
-// selfContained refuses a message whose fields refer to a message or enum
+// ingestSelfContained refuses a message whose fields refer to a message or enum
 // not nested in it: the server is given one DescriptorProto, so it could
 // not resolve them (zbstream.WithProtoMessage refuses it too, but only
 // when the stream is created; this says so before anything else).
-func selfContained(md protoreflect.MessageDescriptor, root protoreflect.FullName) error {
+func ingestSelfContained(md protoreflect.MessageDescriptor, root protoreflect.FullName) error {
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
@@ -233,15 +233,15 @@ func selfContained(md protoreflect.MessageDescriptor, root protoreflect.FullName
 	}
 	nested := md.Messages()
 	for i := range nested.Len() {
-		if err := selfContained(nested.Get(i), root); err != nil {
+		if err := ingestSelfContained(nested.Get(i), root); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// source opens an input file and reads its records.
-type source struct {
+// ingestSource opens an input file and reads its records.
+type ingestSource struct {
 	path   string
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
@@ -249,10 +249,10 @@ type source struct {
 
 // open opens the file and returns a reader of its records; the returned
 // hash, if not nil, sees every byte read.
-func (s source) open(withHash bool) (recordReader, hash.Hash, *countingReader, func() error, error) {
+func (s ingestSource) open(withHash bool) (ingestRecordReader, hash.Hash, *ingestCountingReader, func() error, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return nil, nil, nil, nil, inputErr("%v", err)
+		return nil, nil, nil, nil, ingestInputErr("%v", err)
 	}
 	var r io.Reader = f
 	var h hash.Hash
@@ -260,35 +260,35 @@ func (s source) open(withHash bool) (recordReader, hash.Hash, *countingReader, f
 		h = sha256.New()
 		r = io.TeeReader(f, h)
 	}
-	cr := &countingReader{r: r}
+	cr := &ingestCountingReader{r: r}
 	br := bufio.NewReaderSize(cr, 1<<20)
-	if s.format == formatProto {
-		return &delimitedProto{path: s.path, r: br, md: s.md, count: cr}, h, cr, f.Close, nil
+	if s.format == ingestFormatProto {
+		return &ingestDelimitedProto{path: s.path, r: br, md: s.md, count: cr}, h, cr, f.Close, nil
 	}
-	return &jsonLines{path: s.path, r: br}, h, cr, f.Close, nil
+	return &ingestJSONLines{path: s.path, r: br}, h, cr, f.Close, nil
 }
 
-// batcher groups records into calls, deterministically: a call takes
+// ingestBatcher groups records into calls, deterministically: a call takes
 // records in file order until it holds maxRecords of them or the next one
 // would take its size as sent (each record framed as in a batch) over
 // maxBytes; a call always holds at least one record. Given the file's
 // content and the two limits, call k is always the same records, so the
 // offset of a persistent stream (call k is offset k) names its place in
 // the file.
-type batcher struct {
-	r          recordReader
+type ingestBatcher struct {
+	r          ingestRecordReader
 	maxRecords int
 	maxBytes   int64
 	pending    []byte
 	err        error
 }
 
-func framed(rec []byte) int64 {
+func ingestFramed(rec []byte) int64 {
 	return int64(1 + protowire.SizeVarint(uint64(len(rec))) + len(rec))
 }
 
 // next returns the next call's records, or io.EOF.
-func (b *batcher) next() ([][]byte, error) {
+func (b *ingestBatcher) next() ([][]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -307,12 +307,12 @@ func (b *batcher) next() ([][]byte, error) {
 				break
 			}
 		}
-		if len(batch) > 0 && size+framed(rec) > b.maxBytes {
+		if len(batch) > 0 && size+ingestFramed(rec) > b.maxBytes {
 			b.pending = rec
 			break
 		}
 		batch = append(batch, rec)
-		size += framed(rec)
+		size += ingestFramed(rec)
 	}
 	if len(batch) > 0 && (b.err == nil || b.err == io.EOF) {
 		return batch, nil
@@ -320,38 +320,38 @@ func (b *batcher) next() ([][]byte, error) {
 	return nil, b.err
 }
 
-// fileInfo is what a full pass over the input learns: its identity, and
+// ingestFileInfo is what a full pass over the input learns: its identity, and
 // how many records and calls it holds.
-type fileInfo struct {
+type ingestFileInfo struct {
 	size    int64
 	sha256  string
 	records int64
 	batches int64
 }
 
-// scan reads the whole file once: it validates every record (so that a
+// ingestScan reads the whole file once: it validates every record (so that a
 // malformed one stops the run before anything is sent), counts records
 // and calls, and hashes the content, which identifies the file.
-func scan(ctx context.Context, src source, maxRecords int, maxBytes int64) (fileInfo, error) {
+func ingestScan(ctx context.Context, src ingestSource, maxRecords int, maxBytes int64) (ingestFileInfo, error) {
 	r, h, cr, closeFile, err := src.open(true)
 	if err != nil {
-		return fileInfo{}, err
+		return ingestFileInfo{}, err
 	}
 	defer closeFile()
-	b := &batcher{r: r, maxRecords: maxRecords, maxBytes: maxBytes}
-	var info fileInfo
+	b := &ingestBatcher{r: r, maxRecords: maxRecords, maxBytes: maxBytes}
+	var info ingestFileInfo
 	for {
 		batch, err := b.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fileInfo{}, err
+			return ingestFileInfo{}, err
 		}
 		info.records += int64(len(batch))
 		info.batches++
 		if info.batches%1024 == 0 && ctx.Err() != nil {
-			return fileInfo{}, context.Cause(ctx)
+			return ingestFileInfo{}, context.Cause(ctx)
 		}
 	}
 	// Both formats read to io.EOF, so the hash and the count cover every

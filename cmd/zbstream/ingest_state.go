@@ -13,14 +13,14 @@ import (
 	"time"
 )
 
-// stateVersion is the version of the state file's format.
-const stateVersion = 1
+// ingestStateVersion is the version of the state file's format.
+const ingestStateVersion = 1
 
 // ingestState is the state file of one ingestion: which stream, which
 // table, which file, and how the file maps to offsets.
 //
 // The mapping is a pure function of the file's content and the two batch
-// limits (see batcher): offset k is call k. The state file pins all three
+// limits (see ingestBatcher): offset k is call k. The state file pins all three
 // (the content by its size and SHA-256), so it never changes while records
 // flow; after a crash the server's watermark W alone says where to go on:
 // with call W+1. The file is written whole and atomically (a temporary
@@ -65,26 +65,26 @@ type ingestState struct {
 	Finished time.Time `json:"finished,omitzero"`
 }
 
-// loadState reads a state file; a missing one is (nil, nil).
-func loadState(path string) (*ingestState, error) {
+// loadIngestState reads a state file; a missing one is (nil, nil).
+func loadIngestState(path string) (*ingestState, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, inputErr("state file: %v", err)
+		return nil, ingestInputErr("state file: %v", err)
 	}
 	var st ingestState
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
-		return nil, inputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
+		return nil, ingestInputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
 	}
 	switch {
-	case st.Version != stateVersion:
-		return nil, inputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, stateVersion)
+	case st.Version != ingestStateVersion:
+		return nil, ingestInputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, ingestStateVersion)
 	case st.ClientRequestID == "" || st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.Table == "" || st.SHA256 == "":
-		return nil, inputErr("state file %s is incomplete (a field is missing)", path)
+		return nil, ingestInputErr("state file %s is incomplete (a field is missing)", path)
 	}
 	return &st, nil
 }
@@ -130,13 +130,13 @@ func (st *ingestState) save(path string) error {
 
 // matchesFlags refuses a state file made for another table, format or
 // message: a usage error, since the flags differ from the state's.
-func (st *ingestState) matchesFlags(path string, src source, table string) error {
+func (st *ingestState) matchesFlags(path string, src ingestSource, table string) error {
 	switch {
 	case st.Table != table:
 		return usageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
 	case st.Format != src.format:
 		return usageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
-	case src.format == formatProto && st.ProtoMessage != string(src.md.FullName()):
+	case src.format == ingestFormatProto && st.ProtoMessage != string(src.md.FullName()):
 		return usageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
 	}
 	return nil
@@ -144,20 +144,20 @@ func (st *ingestState) matchesFlags(path string, src source, table string) error
 
 // matchesFile refuses a state file made for another file (another
 // content): an input error.
-func (st *ingestState) matchesFile(path string, src source, info fileInfo) error {
+func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFileInfo) error {
 	switch {
 	case st.Size != info.size || st.SHA256 != info.sha256:
-		return inputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
+		return ingestInputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
 			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
 			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
 	case st.Records != info.records || st.Batches != info.batches:
-		return inputErr("state file %s: %s now reads as %d records in %d calls, not %d in %d", path, src.path, info.records, info.batches, st.Records, st.Batches)
+		return ingestInputErr("state file %s: %s now reads as %d records in %d calls, not %d in %d", path, src.path, info.records, info.batches, st.Records, st.Batches)
 	}
 	return nil
 }
 
-// newRequestID returns a fresh idempotency key for a persistent create.
-func newRequestID() (string, error) {
+// ingestRequestID returns a fresh idempotency key for a persistent create.
+func ingestRequestID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

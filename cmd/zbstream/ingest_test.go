@@ -24,9 +24,9 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// writeLines writes n JSON lines {"seq":i} (with a blank line now and
+// ingestWriteLines writes n JSON lines {"seq":i} (with a blank line now and
 // then, which must be skipped) and returns the file's path.
-func writeLines(t *testing.T, dir, name string, n int) string {
+func ingestWriteLines(t *testing.T, dir, name string, n int) string {
 	t.Helper()
 	var b bytes.Buffer
 	for i := range n {
@@ -42,8 +42,8 @@ func writeLines(t *testing.T, dir, name string, n int) string {
 	return path
 }
 
-// ingest runs "zbstream ingest args..." in process.
-func ingest(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
+// runIngestCmd runs "zbstream ingest args..." in process.
+func runIngestCmd(ctx context.Context, t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = run(ctx, append([]string{"ingest"}, args...), &out, &errb)
@@ -51,22 +51,22 @@ func ingest(ctx context.Context, t *testing.T, args ...string) (code int, stdout
 	return code, out.String(), errb.String()
 }
 
-func serverArgs(ts *servertest.Server) []string {
+func ingestServerArgs(ts *servertest.Server) []string {
 	return []string{"-endpoint", "http://" + ts.Addr, "-token", ts.Token, "-table", ts.Table}
 }
 
-func readState(t *testing.T, path string) *ingestState {
+func ingestReadState(t *testing.T, path string) *ingestState {
 	t.Helper()
-	st, err := loadState(path)
+	st, err := loadIngestState(path)
 	if err != nil || st == nil {
 		t.Fatalf("state file %s: %v", path, err)
 	}
 	return st
 }
 
-// storedRecords returns every record the server holds for stream id, in
+// ingestStored returns every record the server holds for stream id, in
 // offset order, checking that offsets are contiguous from 0.
-func storedRecords(t *testing.T, ts *servertest.Server, id string) [][]byte {
+func ingestStored(t *testing.T, ts *servertest.Server, id string) [][]byte {
 	t.Helper()
 	batches, err := ts.Records(context.Background(), id)
 	if err != nil {
@@ -82,11 +82,11 @@ func storedRecords(t *testing.T, ts *servertest.Server, id string) [][]byte {
 	return recs
 }
 
-// checkSeq checks that the server holds {"seq":0} .. {"seq":n-1}, each
+// ingestCheckSeq checks that the server holds {"seq":0} .. {"seq":n-1}, each
 // once, in order.
-func checkSeq(t *testing.T, ts *servertest.Server, id string, n int) {
+func ingestCheckSeq(t *testing.T, ts *servertest.Server, id string, n int) {
 	t.Helper()
-	recs := storedRecords(t, ts, id)
+	recs := ingestStored(t, ts, id)
 	for i, r := range recs {
 		if want := fmt.Sprintf(`{"seq":%d}`, i); string(r) != want {
 			t.Fatalf("record %d on the server is %s, want %s", i, r, want)
@@ -97,7 +97,7 @@ func checkSeq(t *testing.T, ts *servertest.Server, id string, n int) {
 	}
 }
 
-func streamCount(t *testing.T, ts *servertest.Server) int {
+func ingestStreamCount(t *testing.T, ts *servertest.Server) int {
 	t.Helper()
 	ss, err := ts.Streams(context.Background())
 	if err != nil {
@@ -109,28 +109,28 @@ func streamCount(t *testing.T, ts *servertest.Server) int {
 func TestIngestJSONOnce(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := writeLines(t, t.TempDir(), "events.jsonl", 1000)
-	args := append(serverArgs(ts), "-batch-size", "7", file)
-	code, out, _ := ingest(ctx, t, args...)
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 1000)
+	args := append(ingestServerArgs(ts), "-batch-size", "7", file)
+	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(out, "done: 1000 records") || !strings.Contains(out, "sent 1000 records in 143 calls") {
 		t.Errorf("summary: %s", out)
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	if !st.Done || st.StreamID == "" || st.Records != 1000 || st.Batches != 143 || st.BatchRecords != 7 {
 		t.Fatalf("state %+v", st)
 	}
-	checkSeq(t, ts, st.StreamID, 1000)
+	ingestCheckSeq(t, ts, st.StreamID, 1000)
 
 	// Again: the file is done, nothing is sent, no stream is made.
-	code, out, _ = ingest(ctx, t, args...)
+	code, out, _ = runIngestCmd(ctx, t, args...)
 	if code != exitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
-	checkSeq(t, ts, st.StreamID, 1000)
-	if n := streamCount(t, ts); n != 1 {
+	ingestCheckSeq(t, ts, st.StreamID, 1000)
+	if n := ingestStreamCount(t, ts); n != 1 {
 		t.Fatalf("server has %d streams, want 1", n)
 	}
 }
@@ -141,21 +141,21 @@ func TestIngestJSONOnce(t *testing.T) {
 func TestIngestResumeWithoutDone(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := writeLines(t, t.TempDir(), "events.jsonl", 300)
-	args := append(serverArgs(ts), "-batch-size", "10", file)
-	if code, _, _ := ingest(ctx, t, args...); code != exitOK {
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 300)
+	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	if code, _, _ := runIngestCmd(ctx, t, args...); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	st.Done = false
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ := ingest(ctx, t, args...)
+	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 29") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	checkSeq(t, ts, st.StreamID, 300)
+	ingestCheckSeq(t, ts, st.StreamID, 300)
 }
 
 // TestIngestCreateCrash: a run that died after it saved the request id
@@ -164,12 +164,12 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 func TestIngestCreateCrash(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := writeLines(t, t.TempDir(), "events.jsonl", 200)
-	args := append(serverArgs(ts), "-batch-size", "10", file)
-	if code, _, _ := ingest(ctx, t, args...); code != exitOK {
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
+	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	if code, _, _ := runIngestCmd(ctx, t, args...); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	id := st.StreamID
 	// The server already has the stream (full here, where a real crash
 	// before the save leaves it empty): the rerun finds its watermark and
@@ -178,14 +178,14 @@ func TestIngestCreateCrash(t *testing.T) {
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ := ingest(ctx, t, args...)
+	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 19") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	if got := readState(t, file+".zbstate").StreamID; got != id {
+	if got := ingestReadState(t, file+".zbstate").StreamID; got != id {
 		t.Fatalf("re-create gave stream %s, want %s", got, id)
 	}
-	if n := streamCount(t, ts); n != 1 {
+	if n := ingestStreamCount(t, ts); n != 1 {
 		t.Fatalf("server has %d streams, want 1", n)
 	}
 }
@@ -197,22 +197,22 @@ func TestIngestCreateCrash(t *testing.T) {
 func TestIngestRefusedThenRight(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := writeLines(t, t.TempDir(), "events.jsonl", 50)
-	code, _, errOut := ingest(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", ts.Token, "-table", "main.other.table", file)
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 50)
+	code, _, errOut := runIngestCmd(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", ts.Token, "-table", "main.other.table", file)
 	if code != exitAuth {
 		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
 	}
-	if st := readState(t, file+".zbstate"); st.StreamID != "" {
+	if st := ingestReadState(t, file+".zbstate"); st.StreamID != "" {
 		t.Fatalf("state names a stream: %+v", st)
 	}
-	if code, _, _ := ingest(ctx, t, append(serverArgs(ts), file)...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	if st.Table != ts.Table || !st.Done {
 		t.Fatalf("state %+v", st)
 	}
-	checkSeq(t, ts, st.StreamID, 50)
+	ingestCheckSeq(t, ts, st.StreamID, 50)
 }
 
 // TestIngestServerFaults: a lost create response, lost acks after a
@@ -229,16 +229,16 @@ func TestIngestServerFaults(t *testing.T) {
 	} {
 		ts.Inject(server.Match{Table: ts.Table}, f)
 	}
-	file := writeLines(t, t.TempDir(), "events.jsonl", 2000)
-	code, out, _ := ingest(context.Background(), t, append(serverArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 2000)
+	code, out, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if strings.Contains(out, "reconnects 0") {
 		t.Errorf("no reconnect: %s", out)
 	}
-	checkSeq(t, ts, readState(t, file+".zbstate").StreamID, 2000)
-	if c := streamCount(t, ts); c != 1 {
+	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 2000)
+	if c := ingestStreamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 }
@@ -263,12 +263,12 @@ func TestIngestChild(t *testing.T) {
 	os.Exit(code)
 }
 
-var progressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
+var ingestProgressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
 
-// runChild starts "zbstream ingest args" as a child process and calls
+// runIngestChild starts "zbstream ingest args" as a child process and calls
 // onProgress with the durable count of every progress line until it
 // returns true. It returns the child's exit error and its output.
-func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durable int64) bool) (stdout, stderr string, err error) {
+func runIngestChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durable int64) bool) (stdout, stderr string, err error) {
 	t.Helper()
 	raw, _ := json.Marshal(append([]string{"ingest"}, args...))
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIngestChild$")
@@ -288,7 +288,7 @@ func runChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, durabl
 	for lines.Scan() {
 		line := lines.Text()
 		errb.WriteString(line + "\n")
-		if m := progressLine.FindStringSubmatch(line); watching && m != nil {
+		if m := ingestProgressLine.FindStringSubmatch(line); watching && m != nil {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
 			if onProgress(cmd, n) {
 				watching = false
@@ -309,12 +309,12 @@ func TestIngestCrash(t *testing.T) {
 	}
 	ts := servertest.Start(t)
 	const n = 50000
-	file := writeLines(t, t.TempDir(), "big.jsonl", n)
-	args := append(serverArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
+	file := ingestWriteLines(t, t.TempDir(), "big.jsonl", n)
+	args := append(ingestServerArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
 	last := int64(-1)
 	for round := range 3 {
 		var killedAt int64 = -1
-		out, errOut, err := runChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
+		out, errOut, err := runIngestChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
 			if durable > last && durable > 0 && durable < n {
 				killedAt = durable
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -331,37 +331,37 @@ func TestIngestCrash(t *testing.T) {
 		}
 		last = killedAt
 	}
-	out, errOut, err := runChild(t, args, func(*exec.Cmd, int64) bool { return false })
+	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
 	if err != nil {
 		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
 	}
 	if !strings.Contains(out, "from watermark") {
 		t.Errorf("the last run did not resume: %s", out)
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	if !st.Done {
 		t.Fatalf("state not done: %+v", st)
 	}
-	checkSeq(t, ts, st.StreamID, n)
-	if c := streamCount(t, ts); c != 1 {
+	ingestCheckSeq(t, ts, st.StreamID, n)
+	if c := ingestStreamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 }
 
-// cancelOnProgress is a writer for stderr that cancels the run once a
-// progress line shows some records durable.
-type cancelOnProgress struct {
+// ingestCancelOnProgress is a writer for stderr that cancels the run once a
+// ingestProgress line shows some records durable.
+type ingestCancelOnProgress struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	cancel context.CancelFunc
 }
 
-func (w *cancelOnProgress) Write(b []byte) (int, error) {
+func (w *ingestCancelOnProgress) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(b)
 	for _, line := range strings.Split(string(b), "\n") {
-		if m := progressLine.FindStringSubmatch(line); m != nil && m[1] != "0" {
+		if m := ingestProgressLine.FindStringSubmatch(line); m != nil && m[1] != "0" {
 			w.cancel()
 		}
 	}
@@ -374,11 +374,11 @@ func (w *cancelOnProgress) Write(b []byte) (int, error) {
 func TestIngestInterrupt(t *testing.T) {
 	ts := servertest.Start(t)
 	const n = 10000
-	file := writeLines(t, t.TempDir(), "events.jsonl", n)
-	args := append(serverArgs(ts), "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", n)
+	args := append(ingestServerArgs(ts), "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &cancelOnProgress{cancel: cancel}
+	w := &ingestCancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
 	code := run(ctx, append([]string{"ingest"}, args...), &out, w)
 	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
@@ -388,16 +388,16 @@ func TestIngestInterrupt(t *testing.T) {
 	if !strings.Contains(w.buf.String(), "interrupted: ") || !strings.Contains(w.buf.String(), "run the same command again") {
 		t.Fatalf("no stop message: %s", w.buf.String())
 	}
-	st := readState(t, file+".zbstate")
+	st := ingestReadState(t, file+".zbstate")
 	if st.Done {
 		t.Fatal("interrupted run marked done")
 	}
-	t.Logf("server holds %d of %d records after the interrupt", len(storedRecords(t, ts, st.StreamID)), n)
-	code, out2, _ := ingest(context.Background(), t, args...)
+	t.Logf("server holds %d of %d records after the interrupt", len(ingestStored(t, ts, st.StreamID)), n)
+	code, out2, _ := runIngestCmd(context.Background(), t, args...)
 	if code != exitOK || !strings.Contains(out2, "from watermark") {
 		t.Fatalf("exit %d: %s", code, out2)
 	}
-	checkSeq(t, ts, st.StreamID, n)
+	ingestCheckSeq(t, ts, st.StreamID, n)
 }
 
 func TestIngestMalformedLine(t *testing.T) {
@@ -416,11 +416,11 @@ func TestIngestMalformedLine(t *testing.T) {
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := ingest(context.Background(), t, append(serverArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
 	if code != exitInput || !strings.Contains(errOut, file+":57: malformed JSON") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if c := streamCount(t, ts); c != 0 {
+	if c := ingestStreamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 	if _, err := os.Stat(file + ".zbstate"); err == nil {
@@ -431,7 +431,7 @@ func TestIngestMalformedLine(t *testing.T) {
 	if err := os.WriteFile(file, []byte("{\"a\":1}\n[1,2]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = ingest(context.Background(), t, append(serverArgs(ts), file)...)
+	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
 	if code != exitInput || !strings.Contains(errOut, file+":2: not a JSON object") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -440,7 +440,7 @@ func TestIngestMalformedLine(t *testing.T) {
 func TestIngestMissingFile(t *testing.T) {
 	ts := servertest.Start(t)
 	file := filepath.Join(t.TempDir(), "nope.jsonl")
-	code, _, errOut := ingest(context.Background(), t, append(serverArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
 	if code != exitInput || !strings.Contains(errOut, "nope.jsonl") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -452,13 +452,13 @@ func TestIngestStateMismatch(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	a := writeLines(t, dir, "a.jsonl", 100)
+	a := ingestWriteLines(t, dir, "a.jsonl", 100)
 	state := filepath.Join(dir, "shared.zbstate")
-	if code, _, _ := ingest(ctx, t, append(serverArgs(ts), "-state", state, a)...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	b := writeLines(t, dir, "b.jsonl", 101)
-	code, _, errOut := ingest(ctx, t, append(serverArgs(ts), "-state", state, b)...)
+	b := ingestWriteLines(t, dir, "b.jsonl", 101)
+	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, b)...)
 	if code != exitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("another file: exit %d: %s", code, errOut)
 	}
@@ -468,7 +468,7 @@ func TestIngestStateMismatch(t *testing.T) {
 	if err := os.WriteFile(a, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = ingest(ctx, t, append(serverArgs(ts), "-state", state, a)...)
+	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
 	if code != exitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("changed file: exit %d: %s", code, errOut)
 	}
@@ -476,20 +476,20 @@ func TestIngestStateMismatch(t *testing.T) {
 	if err := os.WriteFile(a, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := serverArgs(ts)
+	args := ingestServerArgs(ts)
 	args[len(args)-1] = "main.other.table"
-	code, _, errOut = ingest(ctx, t, append(args, "-state", state, a)...)
+	code, _, errOut = runIngestCmd(ctx, t, append(args, "-state", state, a)...)
 	if code != exitUsage || !strings.Contains(errOut, "belongs to table "+ts.Table) {
 		t.Fatalf("another table: exit %d: %s", code, errOut)
 	}
-	if c := streamCount(t, ts); c != 1 {
+	if c := ingestStreamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 	// A damaged state file.
 	if err := os.WriteFile(state, []byte("{\"version\":"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = ingest(ctx, t, append(serverArgs(ts), "-state", state, a)...)
+	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
 	if code != exitInput || !strings.Contains(errOut, "is unreadable") {
 		t.Fatalf("damaged state: exit %d: %s", code, errOut)
 	}
@@ -497,7 +497,7 @@ func TestIngestStateMismatch(t *testing.T) {
 
 func TestIngestFlags(t *testing.T) {
 	ts := servertest.Start(t)
-	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
+	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
 	ep := "http://" + ts.Addr
 	for _, tc := range []struct {
 		name string
@@ -516,7 +516,7 @@ func TestIngestFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ZBSTREAM_TOKEN", "")
-			code, _, errOut := ingest(context.Background(), t, tc.args...)
+			code, _, errOut := runIngestCmd(context.Background(), t, tc.args...)
 			if code != tc.code || !strings.Contains(errOut, tc.msg) {
 				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errOut)
 			}
@@ -530,8 +530,8 @@ func TestIngestFlags(t *testing.T) {
 
 func TestIngestRefusedToken(t *testing.T) {
 	ts := servertest.Start(t)
-	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
-	code, _, errOut := ingest(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, file)
+	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, file)
 	if code != exitAuth {
 		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
 	}
@@ -540,16 +540,16 @@ func TestIngestRefusedToken(t *testing.T) {
 func TestIngestUnreachable(t *testing.T) {
 	// A port nothing listens on: a listener opened and closed.
 	ts := servertest.Start(t)
-	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
-	addr := freeAddr(t)
-	code, _, errOut := ingest(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
+	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	addr := ingestFreeAddr(t)
+	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
 	if code != exitUnreachable {
 		t.Fatalf("exit %d, want %d: %s", code, exitUnreachable, errOut)
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
+// ingestFreeAddr returns a loopback address nothing listens on.
+func ingestFreeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -562,7 +562,7 @@ func freeAddr(t *testing.T) string {
 
 func TestIngestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
+	p := newIngestProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()
@@ -573,7 +573,7 @@ func TestIngestProgressBar(t *testing.T) {
 		}
 	}
 	b.Reset()
-	p = newProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
+	p = newIngestProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()
