@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -275,6 +276,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_ = s.Close(closeCtx)
 		run.prog.end()
 		return sendErr
+	}
+	if ctx.Err() != nil {
+		// A second Ctrl-C quits at once, as a SIGKILL would: that loses
+		// nothing either, since the next run goes on from the watermark.
+		signal.Reset(os.Interrupt)
+		run.prog.end()
+		fmt.Fprintf(stderr, "ingest: stopping: waiting up to %s for what was sent to become durable (Ctrl-C again to quit at once; nothing acknowledged is lost)\n", f.closeTimeout)
 	}
 	closeErr := s.Close(closeCtx)
 	run.prog.end()
