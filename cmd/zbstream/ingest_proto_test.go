@@ -123,6 +123,15 @@ func TestIngestProto(t *testing.T) {
 			t.Fatalf("record %d differs", i)
 		}
 	}
+	// A resume of the proto stream (as after a crash before the state said
+	// done): it finds the watermark at the last call.
+	st.Done = false
+	if err := st.save(file + ".zbstate"); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runIngestCmd(ctx, t, args...); code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 31") {
+		t.Fatalf("resume: exit %d: %s", code, out)
+	}
 	// Done: nothing more is sent.
 	if code, out, _ := runIngestCmd(ctx, t, args...); code != exitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
@@ -183,5 +192,36 @@ func TestIngestProtoMalformed(t *testing.T) {
 	}
 	if c := ingestStreamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
+	}
+}
+
+// TestIngestProtoInterrupt: a proto ingestion stopped mid-way resumes the
+// proto stream and completes it exactly once.
+func TestIngestProtoInterrupt(t *testing.T) {
+	ts := servertest.Start(t)
+	dir := t.TempDir()
+	md, set := ingestTestMessage(t, dir)
+	file, recs := ingestWriteProtoRecords(t, dir, md, 6000)
+	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event",
+		"-batch-size", "2", "-max-inflight", "8", "-progress", "5ms", file)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &ingestCancelOnProgress{cancel: cancel}
+	var out bytes.Buffer
+	if code := run(ctx, append([]string{"ingest"}, args...), &out, w); code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, out.String(), w.buf.String())
+	}
+	code, stdout, _ := runIngestCmd(context.Background(), t, args...)
+	if code != exitOK || !strings.Contains(stdout, "from watermark") {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
+	got := ingestStored(t, ts, ingestReadState(t, file+".zbstate").StreamID)
+	if len(got) != len(recs) {
+		t.Fatalf("server holds %d records, want %d", len(got), len(recs))
+	}
+	for i := range recs {
+		if !bytes.Equal(got[i], recs[i]) {
+			t.Fatalf("record %d differs", i)
+		}
 	}
 }
