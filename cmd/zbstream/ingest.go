@@ -173,12 +173,46 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
 	}
+
+	sopts := []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)}
+	if src.md != nil {
+		sopts = append(sopts, zbstream.WithProtoMessage(dynamicpb.NewMessage(src.md)))
+	}
+	var s *zbstream.Stream
+	defer func() {
+		// Close is idempotent: this only acts on early returns.
+		if s != nil {
+			closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
+			defer cancel()
+			_ = s.Close(closeCtx)
+		}
+	}()
+	resume := func() error {
+		var err error
+		s, err = client.ResumeStream(ctx, st.Table, st.StreamID, sopts...)
+		if err != nil {
+			s = nil
+			if ce := (*zbstream.ConnectionError)(nil); errors.As(err, &ce) && ce.Code == core.CodeNotFound {
+				err = fmt.Errorf("%w (state file %s names stream %s, which this server does not have: another server, or a retired stream?)", err, f.state, st.StreamID)
+			}
+			return ingestInterrupted(ctx, clientErr(err))
+		}
+		return nil
+	}
+	resumed := st != nil && !st.Done
+	if resumed {
+		// Resume before reading the file, so that refused credentials or
+		// an unreachable server show at once, not after a long file.
+		if err := resume(); err != nil {
+			return err
+		}
+	}
+
 	info, err := ingestScan(ctx, src, batchRecords, batchBytes)
 	if err != nil {
 		return ingestInterrupted(ctx, err)
 	}
 	scanned := time.Since(start)
-	recreate := false // the create may have been made by an earlier run
 	if st != nil {
 		if err := st.matchesFile(f.state, src, info); err != nil {
 			return err
@@ -193,7 +227,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
 			return nil
 		}
-		recreate = requestID != ""
+		recreate := requestID != "" // the create may have been made by an earlier run
 		if !recreate {
 			if requestID, err = ingestRequestID(); err != nil {
 				return err
@@ -212,35 +246,15 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := st.save(f.state); err != nil {
 			return withCode(exitFailure, err)
 		}
-	}
-
-	sopts := []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)}
-	if src.md != nil {
-		sopts = append(sopts, zbstream.WithProtoMessage(dynamicpb.NewMessage(src.md)))
-	}
-
-	var s *zbstream.Stream
-	resumed := st.StreamID != ""
-	if resumed {
-		s, err = client.ResumeStream(ctx, st.Table, st.StreamID, sopts...)
-		if err != nil {
-			if ce := (*zbstream.ConnectionError)(nil); errors.As(err, &ce) && ce.Code == core.CodeNotFound {
-				err = fmt.Errorf("%w (state file %s names stream %s, which this server does not have: another server, or a retired stream?)", err, f.state, st.StreamID)
-			}
-			return ingestInterrupted(ctx, clientErr(err))
-		}
-	} else {
 		// Idempotent: after a crash between the create and the save below,
 		// the same request id gets the same stream back, still empty.
 		s, err = client.CreatePersistentStream(ctx, st.Table, append(sopts, zbstream.WithClientRequestID(st.ClientRequestID))...)
 		if err != nil {
+			s = nil
 			return ingestInterrupted(ctx, clientErr(err))
 		}
 		st.StreamID = s.StreamID()
-		closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
-		defer cancel()
 		if err := st.save(f.state); err != nil {
-			_ = s.Close(closeCtx)
 			return withCode(exitFailure, err)
 		}
 		if recreate {
@@ -248,21 +262,21 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			// construction (nothing is sent before its id is saved), but
 			// a create's answer carries no watermark, so ask for it
 			// rather than assume it.
-			if err := s.Close(closeCtx); err != nil {
+			closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
+			err := s.Close(closeCtx)
+			cancel()
+			s = nil
+			if err != nil {
 				return ingestInterrupted(ctx, clientErr(err))
 			}
 			resumed = true
-			s, err = client.ResumeStream(ctx, st.Table, st.StreamID, sopts...)
-			if err != nil {
-				return ingestInterrupted(ctx, clientErr(err))
+			if err := resume(); err != nil {
+				return err
 			}
 		}
 	}
 	w := s.LastDurable() // the server's watermark: calls 0..w are durable
 	if w >= st.Batches {
-		closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
-		defer cancel()
-		_ = s.Close(closeCtx)
 		return withCode(exitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %d calls: the stream does not belong to this file", st.StreamID, w, f.file, st.Batches))
 	}
 

@@ -151,6 +151,11 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
+	// Refused credentials on the resume: exit 5, the state kept.
+	code, _, errOut := runIngestCmd(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, "-batch-size", "10", file)
+	if code != exitAuth || !strings.Contains(errOut, "UNAUTHENTICATED") {
+		t.Fatalf("wrong token: exit %d: %s", code, errOut)
+	}
 	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 29") {
 		t.Fatalf("exit %d: %s", code, out)
