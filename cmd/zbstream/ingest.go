@@ -70,7 +70,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs.Int64Var(&f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
-	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C, how long to wait for what was sent to become durable")
+	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
 	if err := parseFlags(fs, args, true); err != nil {
 		return nil, err
 	}
@@ -282,6 +282,13 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	run := &ingestRun{f: f, st: st, src: src, s: s, stderr: stderr, resumedAt: w}
 	sendErr := run.send(ctx)
+	if sendErr == nil {
+		// Everything is sent: wait until it is durable (bounded by the
+		// flush timeout, 5 minutes), Ctrl-C still heard.
+		if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
+			sendErr = clientErr(fmt.Errorf("stream %s: waiting for the last calls (run the same command again to continue): %w", st.StreamID, err))
+		}
+	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
 	defer cancel()
 	if sendErr != nil && ctx.Err() == nil {
