@@ -325,6 +325,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if closeErr != nil {
 		return clientErr(fmt.Errorf("closing stream %s with calls durable up to %d of %d (run the same command again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
 	}
+	if last != st.Batches-1 {
+		// Cannot happen after a clean close of a fully sent file; never
+		// mark done what the server does not hold.
+		return withCode(exitFailure, fmt.Errorf("stream %s closed with calls durable up to %d, not %d (run the same command again to continue)", st.StreamID, last, st.Batches-1))
+	}
 	st.Done, st.Finished = true, time.Now().UTC()
 	if err := st.save(f.state); err != nil {
 		return withCode(exitFailure, err)
