@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 )
 
@@ -117,6 +118,9 @@ func (st *ingestState) save(path string) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("state file %s: %w", path, err)
+	}
+	if runtime.GOOS == "windows" {
+		return nil // a directory cannot be synced there; the rename is durable enough
 	}
 	if d, err := os.Open(dir); err == nil {
 		err = d.Sync()
