@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// ingestStateVersion is the version of the state file's format.
+const ingestStateVersion = 1
+
+// ingestState is the state file of one ingestion: which stream, which
+// table, which file, and how the file maps to offsets.
+//
+// The mapping is a pure function of the file's content and the two batch
+// limits (see ingestBatcher): offset k is call k. The state file pins all three
+// (the content by its size and SHA-256), so it never changes while records
+// flow; after a crash the server's watermark W alone says where to go on:
+// with call W+1. The file is written whole and atomically (a temporary
+// file, fsync, rename, fsync of the directory) at most three times:
+//
+//  1. before the stream is created, with the create's idempotency key
+//     (ClientRequestID) and no stream id: a crash after the create and
+//     before step 2 re-creates with the same key, which returns the same
+//     stream, still empty (nothing is sent before step 2);
+//  2. once the stream exists, with its id: from here on a run resumes it;
+//  3. when every call is durable and the stream closed, marked done: a
+//     later run sends nothing. A crash before this step costs a resume that
+//     finds the watermark at the last call and sends nothing either.
+type ingestState struct {
+	Version int `json:"version"`
+
+	// The input: its path when the state was made (informative), its
+	// identity (size and SHA-256 of the whole content), its format and
+	// what it holds.
+	File         string `json:"file"`
+	Size         int64  `json:"size"`
+	SHA256       string `json:"sha256"`
+	Format       string `json:"format"`
+	ProtoMessage string `json:"proto_message,omitempty"`
+	Records      int64  `json:"records"`
+
+	// The mapping: call k (offset k) is the k-th group of at most
+	// BatchRecords records and BatchBytes bytes as sent; Batches calls in
+	// all.
+	BatchRecords int   `json:"batch_records"`
+	BatchBytes   int64 `json:"batch_bytes"`
+	Batches      int64 `json:"batches"`
+
+	// The stream.
+	Endpoint        string `json:"endpoint"` // informative
+	Table           string `json:"table"`
+	ClientRequestID string `json:"client_request_id"`
+	StreamID        string `json:"stream_id,omitempty"`
+
+	Created  time.Time `json:"created"`
+	Done     bool      `json:"done,omitempty"`
+	Finished time.Time `json:"finished,omitzero"`
+}
+
+// loadIngestState reads a state file; a missing one is (nil, nil).
+func loadIngestState(path string) (*ingestState, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, ingestInputErr("state file: %v", err)
+	}
+	var st ingestState
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st); err != nil {
+		return nil, ingestInputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
+	}
+	switch {
+	case st.Version != ingestStateVersion:
+		return nil, ingestInputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, ingestStateVersion)
+	case st.ClientRequestID == "" || st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.Table == "" || st.SHA256 == "":
+		return nil, ingestInputErr("state file %s is incomplete (a field is missing)", path)
+	}
+	return &st, nil
+}
+
+// save writes the state file atomically: a crash leaves either the old
+// file or the new one, never a mix, and once save returns the new one
+// survives a power loss.
+func (st *ingestState) save(path string) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("state file: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("state file %s: %w", path, err)
+	}
+	if runtime.GOOS == "windows" {
+		return nil // a directory cannot be synced there; the rename is durable enough
+	}
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return fmt.Errorf("state file %s: syncing its directory: %w", path, err)
+		}
+	}
+	return nil
+}
+
+// matchesFlags refuses a state file made for another table, format or
+// message: a usage error, since the flags differ from the state's.
+func (st *ingestState) matchesFlags(path string, src ingestSource, table string) error {
+	switch {
+	case st.Table != table:
+		return usageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
+	case st.Format != src.format:
+		return usageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
+	case src.format == ingestFormatProto && st.ProtoMessage != string(src.md.FullName()):
+		return usageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
+	}
+	return nil
+}
+
+// matchesFile refuses a state file made for another file (another
+// content): an input error.
+func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFileInfo) error {
+	switch {
+	case st.Size != info.size || st.SHA256 != info.sha256:
+		return ingestInputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
+			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
+			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
+	case st.Records != info.records || st.Batches != info.batches:
+		return ingestInputErr("state file %s: %s now reads as %d records in %d calls, not %d in %d", path, src.path, info.records, info.batches, st.Records, st.Batches)
+	}
+	return nil
+}
+
+// ingestRequestID returns a fresh idempotency key for a persistent create.
+func ingestRequestID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
+}
