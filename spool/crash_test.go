@@ -229,7 +229,7 @@ func (r *crashRun) child(round, calls int) {
 		t.Fatal(err)
 	}
 	var killOnce sync.Once
-	kill := func() { killOnce.Do(func() { _ = cmd.Process.Signal(syscall.SIGKILL); r.kills++ }) }
+	kill := func() { killOnce.Do(func() { _ = cmd.Process.Signal(syscall.SIGKILL) }) }
 	if calls == 0 {
 		// Random point: from the process's start (it may die while
 		// recovering) to well into its ingest.
@@ -272,6 +272,8 @@ func (r *crashRun) child(round, calls int) {
 		t.Fatalf("round %d: the last child: %v\n%s", round, err, stderr.String())
 	case calls == 0 && !killed:
 		t.Fatalf("round %d: the child ended before it was killed: %v\n%s", round, err, stderr.String())
+	case killed:
+		r.kills++
 	}
 	t.Logf("round %d: flushed %v, %d calls returned so far", round, flushed, len(r.returned))
 }
