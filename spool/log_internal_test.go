@@ -81,7 +81,7 @@ func recoverBytes(t *testing.T, first int64, data []byte) (*wal, []entry, int64)
 func TestTornTail(t *testing.T) {
 	const first = 40
 	want, data, ends := testEntries(first, 6)
-	from := ends[2] // the last three entries
+	from := ends[2]             // the last three entries
 	kept := func(pos int) int { // entries wholly before byte pos
 		k := 0
 		for k < len(ends) && ends[k] <= pos {
