@@ -40,15 +40,6 @@ type entry struct {
 	records [][]byte
 }
 
-// size returns the payload bytes of the entry's records.
-func (e *entry) size() int64 {
-	var n int64
-	for _, r := range e.records {
-		n += int64(len(r))
-	}
-	return n
-}
-
 // encodedSize returns the bytes appendEntry writes for e.
 func encodedSize(records [][]byte) int {
 	n := entryHeader + 8 + 1 + binary.MaxVarintLen64

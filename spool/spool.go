@@ -342,7 +342,14 @@ func (s *Spool) publish() {
 // IngestRecord writes one record to the log as one call and returns its
 // offset once the entry is synced and handed to the stream: from then on
 // the record lands exactly once, whatever happens to this process, as long
-// as the spool is opened again. Concurrent calls share one sync.
+// as the spool is opened again. Concurrent calls share one sync. The
+// stream keeps the record by reference until it is durable: do not modify
+// it.
+//
+// A record the server would refuse for its content (not a JSON object, or
+// not a valid message of Options.ProtoMessage) is refused with an error
+// wrapping zbstream.ErrRecordType before anything is written; a call over
+// the per-call limit, or that cannot fit in the spool, with ErrTooLarge.
 //
 // When the log is full (Options.MaxBytes) the call blocks until the server
 // has made enough entries durable, or ctx ends. If ctx ends, or the call
@@ -367,6 +374,9 @@ func (s *Spool) ingest(ctx context.Context, records [][]byte, batch bool) (int64
 		return NoOffset, nil
 	}
 	if err := s.checkSize(records, batch); err != nil {
+		return NoOffset, err
+	}
+	if err := s.checkRecords(records); err != nil {
 		return NoOffset, err
 	}
 	c := &call{records: records, batch: batch, size: encodedSize(records), done: make(chan result, 1)}

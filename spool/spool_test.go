@@ -295,3 +295,39 @@ func TestBackpressure(t *testing.T) {
 		t.Errorf("%d offsets stored, want %d (the call that timed out must not be written)", got, n+40)
 	}
 }
+
+// TestBadRecords: records the server would refuse never reach the log
+// (they would be resent, and refused, at every Open); calls over the
+// per-call limit neither.
+func TestBadRecords(t *testing.T) {
+	ts := servertest.Start(t)
+	c := newClient(t, ts)
+	ctx := context.Background()
+	sp := openSpool(t, c, t.TempDir(), ts.Table, func(o *spool.Options) { o.MaxCallBytes = 1000 })
+	for _, r := range [][]byte{[]byte(`[1]`), []byte(`{"a":`), []byte("{\"a\":\"\xff\"}"), nil} {
+		if _, err := sp.IngestRecord(ctx, r); !errors.Is(err, zbstream.ErrRecordType) {
+			t.Errorf("record %q: %v", r, err)
+		}
+	}
+	if _, err := sp.IngestBatch(ctx, [][]byte{rec("a"), []byte(`x`)}); !errors.Is(err, zbstream.ErrRecordType) {
+		t.Errorf("batch with a bad record: %v", err)
+	}
+	big := fmt.Appendf(nil, `{"pad":"%01000d"}`, 0)
+	if _, err := sp.IngestRecord(ctx, big); !errors.Is(err, spool.ErrTooLarge) {
+		t.Errorf("record over the limit: %v", err)
+	}
+	if off, err := sp.IngestRecord(ctx, rec("ok")); err != nil || off != 0 {
+		t.Errorf("good record: %d, %v", off, err)
+	}
+	closeSpool(t, sp)
+
+	pdir := t.TempDir()
+	ps := openSpool(t, c, pdir, ts.Table, func(o *spool.Options) { o.ProtoMessage = &orderpb.Order{} })
+	if _, err := ps.IngestRecord(ctx, []byte{0xff, 0xff}); !errors.Is(err, zbstream.ErrRecordType) {
+		t.Errorf("garbage proto: %v", err)
+	}
+	if _, err := ps.IngestRecord(ctx, []byte{0xf8, 0x07, 0x01}); !errors.Is(err, zbstream.ErrRecordType) { // field 127, unknown
+		t.Errorf("unknown field: %v", err)
+	}
+	closeSpool(t, ps)
+}
