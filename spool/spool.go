@@ -229,12 +229,14 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 			return &CorruptError{File: o.Dir, Reason: "log segments without a header"}
 		}
 		m = want
-		m.StreamID = o.StreamID
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		m.RequestID = hex.EncodeToString(b[:])
-		if err := writeMeta(o.Dir, m); err != nil {
-			return err
+		if o.StreamID == "" {
+			// The idempotency key is made durable before the create.
+			if err := writeMeta(o.Dir, m); err != nil {
+				return err
+			}
 		}
 	} else if err := m.check(want, o.StreamID); err != nil {
 		return err
@@ -244,7 +246,7 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 	if o.ProtoMessage != nil {
 		sopts = append(sopts, zbstream.WithProtoMessage(o.ProtoMessage))
 	}
-	if m.StreamID == "" {
+	if m.StreamID == "" && o.StreamID == "" {
 		// The request id was made durable before the create: a crash
 		// before the id below is written gets the same stream back.
 		s.stream, err = client.CreatePersistentStream(ctx, o.Table, append(sopts, zbstream.WithClientRequestID(m.RequestID))...)
@@ -256,9 +258,19 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 			return err
 		}
 	} else {
-		s.stream, err = client.ResumeStream(ctx, o.Table, m.StreamID, sopts...)
+		id := m.StreamID
+		if id == "" {
+			id = o.StreamID // a new spool adopts the stream once it resumed
+		}
+		s.stream, err = client.ResumeStream(ctx, o.Table, id, sopts...)
 		if err != nil {
-			return fmt.Errorf("spool: resuming stream %s: %w", m.StreamID, err)
+			return fmt.Errorf("spool: resuming stream %s: %w", id, err)
+		}
+		if m.StreamID == "" {
+			m.StreamID = id
+			if err := writeMeta(o.Dir, m); err != nil {
+				return err
+			}
 		}
 	}
 	wm := s.stream.LastDurable()

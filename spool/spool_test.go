@@ -331,3 +331,37 @@ func TestBadRecords(t *testing.T) {
 	}
 	closeSpool(t, ps)
 }
+
+// TestAdoptStream: a new spool adopts an existing persistent stream and
+// continues after its watermark; an unknown id leaves the spool new.
+func TestAdoptStream(t *testing.T) {
+	ts := servertest.Start(t)
+	c := newClient(t, ts)
+	ctx := context.Background()
+	s, err := c.CreatePersistentStream(ctx, ts.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.IngestRecord(ctx, rec(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := spool.Open(ctx, c, spool.Options{Dir: dir, Table: ts.Table, StreamID: "ps-unknown", StreamOptions: []zbstream.StreamOption{zbstream.WithoutRecovery()}}); err == nil {
+		t.Fatal("adopting an unknown stream: no error")
+	}
+	sp := openSpool(t, c, dir, ts.Table, func(o *spool.Options) { o.StreamID = s.StreamID() })
+	if off, err := sp.IngestRecord(ctx, rec("3")); err != nil || off != 3 {
+		t.Fatalf("first spooled call: %d, %v", off, err)
+	}
+	closeSpool(t, sp)
+	sp = openSpool(t, c, dir, ts.Table) // the header keeps the id
+	if sp.StreamID() != s.StreamID() {
+		t.Fatalf("stream %s, adopted %s", sp.StreamID(), s.StreamID())
+	}
+	closeSpool(t, sp)
+}
