@@ -135,6 +135,8 @@ type crashRun struct {
 	streamID string
 	returned []returnedCall
 	kills    int
+	// resent and torn sum what the children's Opens reported.
+	resent, torn int64
 }
 
 func rounds(t *testing.T, def int) int {
@@ -208,7 +210,7 @@ func (r *crashRun) run(rounds int) {
 	}
 	r.child(rounds, 25) // a last child finishes and closes cleanly
 	r.check("end")
-	t.Logf("%d rounds, %d SIGKILLs, %d calls returned", rounds, r.kills, len(r.returned))
+	t.Logf("%d rounds, %d SIGKILLs, %d calls returned; the reopens resent %d entries and cut %d torn bytes", rounds, r.kills, len(r.returned), r.resent, r.torn)
 }
 
 // child runs one child process: with calls 0 it is killed at a random
@@ -242,6 +244,10 @@ func (r *crashRun) child(round, calls int) {
 		f := strings.Fields(sc.Text())
 		switch {
 		case len(f) == 5 && f[0] == "opened":
+			n, _ := strconv.ParseInt(f[2], 10, 64)
+			r.resent += n
+			n, _ = strconv.ParseInt(f[4], 10, 64)
+			r.torn += n
 			if r.streamID == "" {
 				r.streamID = f[1]
 			} else if f[1] != r.streamID {
