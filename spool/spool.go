@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -116,8 +117,8 @@ func Open(ctx context.Context, client *zbstream.Client, opts Options) (*Spool, e
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("spool: creating the spool directory: %w", err)
+	if err := makeDir(opts.Dir); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(opts.Dir)
 	if err != nil {
@@ -139,6 +140,22 @@ func Open(ctx context.Context, client *zbstream.Client, opts Options) (*Spool, e
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.commit()
 	return s, nil
+}
+
+// makeDir creates dir if it is missing, and makes its name durable (its
+// parent synced): a spool whose directory a power loss could take away
+// would lose calls that returned.
+func makeDir(dir string) error {
+	if info, err := os.Stat(dir); err == nil {
+		if !info.IsDir() {
+			return fmt.Errorf("spool: %s is not a directory", dir)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("spool: creating the spool directory: %w", err)
+	}
+	return syncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 func (o *Options) defaults() error {
