@@ -75,9 +75,10 @@ func TestConcurrentIngest(t *testing.T) {
 	t.Logf("%d calls in %d syncs (%.1f calls per sync)", st.Calls, st.Syncs, float64(st.Calls)/float64(st.Syncs))
 }
 
-// TestReopenResends: a spool abandoned with calls not yet durable (acks
-// held back by the server) sends them on the next Open, under their
-// offsets; new calls continue after the log's last entry.
+// TestReopenResends: a spool abandoned with calls not yet durable (the
+// server drops the connection) and a torn entry at its tail sends them on
+// the next Open, under their offsets, with the torn entry cut off; new
+// calls continue after the log's last entry.
 func TestReopenResends(t *testing.T) {
 	ts := servertest.Start(t)
 	c := newClient(t, ts)
@@ -103,6 +104,16 @@ func TestReopenResends(t *testing.T) {
 	cancel()
 	_ = sp.Close(gone) // abandoned: the b calls are only in the log
 	h.Remove()
+	// A crash in the middle of a write leaves a torn entry at the tail.
+	segs, _ := filepath.Glob(filepath.Join(dir, "*.seg"))
+	f, err := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{40, 0, 0, 0, 1, 2, 3, 4, 5, 6}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	n := len(stored(t, ts.Server, id))
 	if n < 5 || n >= 10 {
 		t.Fatalf("server holds %d offsets before the reopen, want 5 to 9", n)
@@ -111,6 +122,8 @@ func TestReopenResends(t *testing.T) {
 	sp = openSpool(t, c, dir, ts.Table)
 	if st := sp.Stats(); st.Resent != int64(10-n) || st.Dropped != int64(n) {
 		t.Errorf("resent %d, dropped %d at open, want %d and %d (%+v)", st.Resent, st.Dropped, 10-n, n, st)
+	} else if st.TornBytes != 10 {
+		t.Errorf("torn bytes %d, want 10", st.TornBytes)
 	}
 	off, err := sp.IngestRecord(ctx, rec("c0"))
 	if err != nil || off != 10 {
