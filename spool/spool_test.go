@@ -378,3 +378,28 @@ func TestAdoptStream(t *testing.T) {
 	}
 	closeSpool(t, sp)
 }
+
+// TestOffsetMismatch: a record ingested into the spool's stream behind its
+// back shifts the stream's offsets; the next spooled call sees the stream
+// assign another offset than the log and fails the spool loudly.
+func TestOffsetMismatch(t *testing.T) {
+	ts := servertest.Start(t)
+	c := newClient(t, ts)
+	ctx := context.Background()
+	sp := openSpool(t, c, t.TempDir(), ts.Table)
+	if _, err := sp.IngestRecord(ctx, rec("0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.Stream().IngestRecord(ctx, rec("behind its back")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sp.IngestRecord(ctx, rec("1")); !errors.Is(err, spool.ErrOffsetMismatch) || !errors.Is(err, spool.ErrFailed) {
+		t.Fatalf("call after a foreign ingest: %v", err)
+	}
+	if _, err := sp.IngestRecord(ctx, rec("2")); !errors.Is(err, spool.ErrFailed) {
+		t.Fatalf("call on a failed spool: %v", err)
+	}
+	if err := sp.Close(ctx); !errors.Is(err, spool.ErrOffsetMismatch) {
+		t.Fatalf("close: %v", err)
+	}
+}
