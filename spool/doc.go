@@ -73,6 +73,16 @@
 // name and entries say where the log ends, even when everything is
 // durable.
 //
+// # Limits
+//
+// The directory must be on a local file system whose fsync and flock work
+// (not a network file system). Removing a durable segment is not synced:
+// a segment a power loss brings back is at or below the watermark and is
+// removed again by the next Open. A record that passes the spool's checks
+// (see IngestRecord) and that the server still refuses fails the stream
+// with a non-retryable error, and its entry stays in the log, to be sent
+// (and refused) by every Open: inspect the spool and remove it by hand.
+//
 // # Cost
 //
 // One fsync per group of concurrent calls, plus the copy of the records
