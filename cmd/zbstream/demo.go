@@ -41,7 +41,8 @@ type demoConfig struct {
 	KillClient int    `json:"kill_client"`
 	Ephemeral  bool   `json:"ephemeral"`
 	// -spool mode (demo_spool*.go): the client writes through a spool in
-	// SpoolDir, and a new client process never replays the source.
+	// DataDir/client-spool, and a new client process never replays the
+	// source.
 	Spool      bool `json:"spool"`
 	Goroutines int  `json:"goroutines"`
 

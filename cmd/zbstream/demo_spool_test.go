@@ -28,3 +28,17 @@ func TestDemoSpool(t *testing.T) {
 	}
 	t.Log(out.String())
 }
+
+// TestDemoSpoolBadFlags: -spool with ephemeral streams or a bad goroutine
+// count is a usage error.
+func TestDemoSpoolBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"demo", "-spool", "-ephemeral"},
+		{"demo", "-spool", "-goroutines", "0"},
+	} {
+		var out bytes.Buffer
+		if code := run(t.Context(), args, &out, &out); code != exitUsage || out.Len() == 0 {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out.String())
+		}
+	}
+}
