@@ -40,6 +40,11 @@ type demoConfig struct {
 	KillServer int    `json:"kill_server"`
 	KillClient int    `json:"kill_client"`
 	Ephemeral  bool   `json:"ephemeral"`
+	// -spool mode (demo_spool*.go): the client writes through a spool in
+	// DataDir/client-spool, and a new client process never replays the
+	// source.
+	Spool      bool `json:"spool"`
+	Goroutines int  `json:"goroutines"`
 
 	Addr     string `json:"addr"`
 	DataDir  string `json:"data_dir"`
@@ -65,6 +70,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.KillServer, "kill-server", 1, "times the server process is killed with SIGKILL and restarted")
 	fs.IntVar(&cfg.KillClient, "kill-client", 1, "times the client process is killed with SIGKILL and a new one resumes")
 	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "use ephemeral streams (at-least-once): duplicates are counted, none lost")
+	fs.BoolVar(&cfg.Spool, "spool", false, "ingest through a client-side spool (package spool): a killed client is not replayed from the source; verified over the calls that returned")
+	fs.IntVar(&cfg.Goroutines, "goroutines", 4, "with -spool: goroutines ingesting concurrently (they share the spool's fsyncs)")
 	keep := fs.Bool("keep", false, "keep the server's data directory and print where it is")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
@@ -78,6 +85,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErr("-batch must be between 1 and 10000")
 	case cfg.FaultEvery < 0 || cfg.KillServer < 0 || cfg.KillClient < 0:
 		return usageErr("-fault-every, -kill-server and -kill-client must not be negative")
+	case cfg.Spool && (cfg.Ephemeral || cfg.Goroutines < 1 || cfg.Goroutines > 256):
+		return usageErr("-spool takes persistent streams and 1 to 256 -goroutines")
 	}
 	dir, err := os.MkdirTemp("", "zbstream-demo-")
 	if err != nil {
@@ -106,6 +115,9 @@ func demoChild(ctx context.Context, stdout io.Writer) error {
 	if os.Getenv(envDemoRole) == "server" {
 		return demoServer(ctx, cfg, stdout)
 	}
+	if cfg.Spool {
+		return demoSpoolClient(ctx, cfg, stdout) // demo_spool_client.go
+	}
 	return demoClient(ctx, cfg, stdout)
 }
 
@@ -122,6 +134,9 @@ type demo struct {
 }
 
 func (d *demo) run(ctx context.Context) error {
+	if d.cfg.Spool {
+		return d.runSpool(ctx) // demo_spool.go
+	}
 	kind := "persistent"
 	if d.cfg.Ephemeral {
 		kind = "ephemeral"

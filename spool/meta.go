@@ -1,0 +1,117 @@
+package spool
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+const (
+	metaFile    = "SPOOL"
+	lockFile    = "LOCK"
+	metaVersion = 1
+)
+
+// meta is the spool's header: what the log belongs to. It is written
+// whole, to a temporary file that is synced and renamed over the old one,
+// then the directory is synced.
+type meta struct {
+	Version    int    `json:"version"`
+	Table      string `json:"table"`
+	RecordType string `json:"record_type"` // "json" or "proto"
+	Message    string `json:"message,omitempty"`
+	Descriptor []byte `json:"descriptor,omitempty"`
+	// RequestID is the idempotency key of the stream's create, written
+	// before the create so that a crash between the create and the next
+	// write of the header gets the same stream back.
+	RequestID string `json:"request_id"`
+	// StreamID is empty until the create has answered.
+	StreamID string `json:"stream_id,omitempty"`
+}
+
+// metaEnvelope carries the header with a checksum of its JSON.
+type metaEnvelope struct {
+	Meta  json.RawMessage `json:"meta"`
+	CRC32 uint32          `json:"crc32c"`
+}
+
+// readMeta reads the header of dir; ok is false if there is none.
+func readMeta(dir string) (m meta, ok bool, err error) {
+	path := filepath.Join(dir, metaFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, fmt.Errorf("spool: reading the header: %w", err)
+	}
+	var env metaEnvelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return m, false, &CorruptError{File: path, Reason: "header: " + err.Error()}
+	}
+	if crc32.Checksum(env.Meta, castagnoli) != env.CRC32 {
+		return m, false, &CorruptError{File: path, Reason: "header checksum does not match"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(env.Meta))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, false, &CorruptError{File: path, Reason: "header: " + err.Error()}
+	}
+	if m.Version != metaVersion {
+		return m, false, &CorruptError{File: path, Reason: fmt.Sprintf("header version %d, this build reads %d", m.Version, metaVersion)}
+	}
+	return m, true, nil
+}
+
+// writeMeta replaces the header of dir atomically and durably.
+func writeMeta(dir string, m meta) error {
+	m.Version = metaVersion
+	body, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(metaEnvelope{Meta: body, CRC32: crc32.Checksum(body, castagnoli)})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, metaFile)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return &WriteError{Op: "create", File: tmp, Err: err}
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return &WriteError{Op: "write", File: tmp, Err: err}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return &WriteError{Op: "sync", File: tmp, Err: err}
+	}
+	if err := f.Close(); err != nil {
+		return &WriteError{Op: "write", File: tmp, Err: err}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return &WriteError{Op: "rename", File: tmp, Err: err}
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the directory's entries (created, renamed, removed files)
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return &WriteError{Op: "sync", File: dir, Err: err}
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return &WriteError{Op: "sync", File: dir, Err: err}
+	}
+	return nil
+}
