@@ -125,8 +125,11 @@ func (cb *callbacks) run() {
 				cb.call(o, r.err)
 			}
 			s.mu.Lock()
+			wasFull := cb.full()
 			cb.pending -= r.last - r.first + 1
-			signal(&s.space)
+			if wasFull && !cb.full() {
+				signal(&s.space) // only callers held back by the callbacks
+			}
 			s.mu.Unlock()
 		}
 		s.mu.Lock()

@@ -19,6 +19,7 @@ func (s *Stream) Close(ctx context.Context) error {
 	s.lock()
 	err := s.m.Close(s.at)
 	s.process()
+	signal(&s.space) // callers blocked on a full window get ErrClosed now
 	s.mu.Unlock()
 	if err != nil {
 		panic(fmt.Sprintf("zbstream: close: %v", err))

@@ -16,9 +16,11 @@ import (
 // offsets reported sent. But a server can acknowledge a call before the
 // Send that wrote it has returned on this side, so an ack above what has
 // been reported, yet within what was handed to the sender, is held back
-// (deferred) until the sender reports that far; later messages wait behind
-// it to keep their order. An ack above anything handed over goes straight
-// to the machine, which rejects it.
+// until the sender reports that far; later messages wait behind it to keep
+// their order. Each held message waits for the sends handed over when it
+// arrived and no more: an ack above everything handed over is fed the
+// moment the sends before it are reported, so the machine still sees it
+// for what it is, an ack of something never sent.
 type conn struct {
 	id     core.ConnID
 	req    OpenRequest
@@ -28,6 +30,7 @@ type conn struct {
 	wake   chan struct{}
 
 	aborted   bool // the machine has left this connection
+	ended     bool // Observer.Disconnected was called for it
 	closeSend bool // the machine asked for a half-close
 	idle      bool // the sender waits for wake: only then is it woken
 	sending   bool // the sender is writing a batch it has not reported yet
@@ -45,7 +48,7 @@ type conn struct {
 	reported   int64        // highest wire offset reported with Sent
 	counted    int64        // highest wire offset counted in Stats.Sent
 	sent       atomic.Int64 // highest wire offset whose Send returned; written by the sender alone
-	deferred   []core.Response
+	deferred   []heldMessage
 	held       atomic.Bool // deferred is not empty: the sender reports after every Send
 }
 
@@ -89,9 +92,30 @@ func (c *conn) abort() {
 	c.notify()
 }
 
-// holds reports whether r must wait for sends still being reported.
-func (c *conn) holds(r *core.Response) bool {
-	return r.Kind == core.RespAck && r.HasOffset && r.Offset > c.reported && r.Offset <= c.dispatched
+// heldMessage is a server message waiting for the sends before it to be
+// reported: it is fed once the wire offset until has been reported.
+type heldMessage struct {
+	r     core.Response
+	until int64
+}
+
+// holdUntil reports whether r, arriving now, must wait behind sends not yet
+// reported, and until which wire offset.
+func (c *conn) holdUntil(r *core.Response) (int64, bool) {
+	if r.Kind == core.RespAck && r.HasOffset && r.Offset > c.reported {
+		switch {
+		case r.Offset <= c.dispatched:
+			return r.Offset, true
+		case len(c.deferred) > 0:
+			// Above anything handed over: it waits its turn, but only
+			// for what was handed over when it came.
+			return c.dispatched, true
+		}
+	}
+	if len(c.deferred) > 0 {
+		return c.reported, true // no wait of its own: only its turn
+	}
+	return 0, false
 }
 
 // runConn opens one connection, starts its sender, and reads it until it
@@ -136,9 +160,12 @@ func (s *Stream) runConn(c *conn) {
 // sends not yet reported. The caller holds s.mu and calls process.
 func (s *Stream) deliver(c *conn, r core.Response) {
 	s.reportSent(c)
-	if len(c.deferred) > 0 || c.holds(&r) {
-		c.deferred = append(c.deferred, r)
+	if until, hold := c.holdUntil(&r); hold {
+		c.deferred = append(c.deferred, heldMessage{r: r, until: until})
 		c.held.Store(true)
+		// The sender may have finished a send between the report above
+		// and the flag: report again, or the message waits for its next.
+		s.reportSent(c)
 		return
 	}
 	s.receive(c, r)
@@ -150,29 +177,32 @@ func (s *Stream) receive(c *conn, r core.Response) {
 	}
 }
 
-// reportSent reports every send that returned since the last report, then
-// feeds the held messages those sends now cover. The caller holds s.mu.
+// reportSent reports every send that returned since the last report, one
+// at a time, and feeds each held message as soon as the sends it waits for
+// are reported. The caller holds s.mu.
 func (s *Stream) reportSent(c *conn) {
 	if c.aborted {
 		return
 	}
-	if sent := c.sent.Load(); sent > c.reported {
-		for w := c.reported + 1; w <= sent; w++ {
-			if err := s.m.Sent(s.at, c.id, c.base+w); err != nil {
-				s.broken(err)
+	sent := c.sent.Load()
+	i := 0
+	for {
+		for ; i < len(c.deferred) && c.deferred[i].until <= c.reported; i++ {
+			s.receive(c, c.deferred[i].r)
+			if c.aborted {
 				return
 			}
 		}
-		s.countSent(c, sent)
-		c.reported = sent
+		if c.reported >= sent {
+			break
+		}
+		c.reported++
+		if err := s.m.Sent(s.at, c.id, c.base+c.reported); err != nil {
+			s.broken(err)
+			return
+		}
 	}
-	i := 0
-	for ; i < len(c.deferred) && !c.aborted && !c.holds(&c.deferred[i]); i++ {
-		s.receive(c, c.deferred[i])
-	}
-	if c.aborted {
-		return
-	}
+	s.countSent(c, c.reported)
 	c.deferred = c.deferred[:copy(c.deferred, c.deferred[i:])]
 	c.held.Store(len(c.deferred) > 0)
 	s.endIfDue(c)
@@ -221,10 +251,12 @@ func (s *Stream) ended(c *conn, err error) {
 	// reported it (a transport's Send returns once the connection ends).
 	s.reportSent(c)
 	if c.aborted || c.endHeld {
+		s.process()
 		return
 	}
 	if len(c.deferred) > 0 && c.sending {
 		c.endHeld, c.endErr = true, err
+		s.process()
 		return
 	}
 	s.endNow(c, err)
@@ -239,6 +271,7 @@ func (s *Stream) endNow(c *conn, err error) {
 	if errors.As(err, &ce) {
 		cause = ce.Err
 	}
+	c.ended = true
 	s.opts.Observer.Disconnected(code)
 	s.logInfo("connection ended", "conn", c.id, "code", code.String(), "error", err)
 	if err := s.m.ConnectionFailed(s.at, c.id, code, cause); err != nil {

@@ -23,6 +23,12 @@ type Options struct {
 	// OnAck, when set, is called once for every offset that becomes
 	// durable (acknowledged, or reconciled from a resume watermark), in
 	// offset order, on one goroutine, never under the stream's lock.
+	// Callbacks may call the Stream, but one that waits on it (an ingest
+	// while the callback queue is full, a Wait, a Close) waits for itself:
+	// hand such work to another goroutine. Close waits for queued
+	// callbacks up to CallbackDrain (or its context); callbacks still
+	// queued then are not called, and one that is running may finish
+	// after Close returns.
 	OnAck func(offset int64)
 	// OnFail, when set, is called once for every accepted offset that
 	// fails with the stream, with the stream's error, in the same order
@@ -62,8 +68,10 @@ type Observer interface {
 	Failed(n int64)
 	// Connected: a connection opened; resumed says by resume.
 	Connected(resumed bool)
-	// Disconnected: a connection ended, with the status code the transport
-	// reported (or the core's reason, for timeouts).
+	// Disconnected: a connection that was Connected ended, with the status
+	// code the transport reported, or CodeCanceled when the stream left it
+	// itself (a rotation, a timeout, the end of the stream). Each
+	// connection is Disconnected once.
 	Disconnected(code core.Code)
 }
 

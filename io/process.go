@@ -41,6 +41,12 @@ func (s *Stream) apply(a *core.Action) {
 		c.notify()
 	case core.ActAbort:
 		c := s.conn(a)
+		if c.h != nil && !c.ended {
+			// The machine left a live connection itself: a rotation, a
+			// timeout, the end of the stream.
+			c.ended = true
+			s.opts.Observer.Disconnected(core.CodeCanceled)
+		}
 		if c.started {
 			// Writes that returned but were never reported still went out.
 			s.countSent(c, c.sent.Load())

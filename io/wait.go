@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/zbstream/zbstream/core"
 )
 
 // Wait blocks until offset is durable (acknowledged, or at or below a resume
@@ -14,6 +16,9 @@ func (s *Stream) Wait(ctx context.Context, offset int64) error {
 	for {
 		s.mu.Lock()
 		switch last := s.m.LastAssigned(); {
+		case offset < core.NoOffset:
+			s.mu.Unlock()
+			return fmt.Errorf("%w: %d is not an offset", ErrNeverAssigned, offset)
 		case s.m.Durable(offset):
 			s.mu.Unlock()
 			return nil
@@ -41,8 +46,11 @@ func (s *Stream) Wait(ctx context.Context, offset int64) error {
 // failed, Flush returns its error.
 func (s *Stream) Flush(ctx context.Context) error {
 	s.mu.Lock()
-	target := s.m.LastAssigned()
+	target, ferr := s.m.LastAssigned(), s.m.Err()
 	s.mu.Unlock()
+	if ferr != nil {
+		return failed(ferr)
+	}
 	wctx, cancel := context.WithTimeoutCause(ctx, s.opts.FlushTimeout, ErrFlushTimeout)
 	defer cancel()
 	err := s.Wait(wctx, target)
