@@ -41,8 +41,8 @@ func NewClient(endpoint string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	if c.opts.oauth != nil && c.opts.headers != nil {
-		return nil, &ConfigError{Field: "Credentials", Reason: "set either a token, a headers provider or OAuth, not several"}
+	if c.opts.creds > 1 {
+		return nil, &ConfigError{Field: "Credentials", Reason: "set one of WithToken, WithHeadersProvider and WithOAuth, not several"}
 	}
 	cc, err := grpcio.Dial(endpoint, c.opts.dial)
 	if err != nil {
@@ -52,7 +52,8 @@ func NewClient(endpoint string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Close closes the client's connection. Streams still open fail.
+// Close closes the client's connection. Close the streams first: a stream
+// still open loses its connection and fails once its recovery gives up.
 func (c *Client) Close() error { return c.cc.Close() }
 
 // CreateStream creates an ephemeral stream into table
@@ -72,7 +73,9 @@ func (c *Client) CreatePersistentStream(ctx context.Context, table string, opts 
 	return c.open(ctx, core.Persistent, table, "", opts)
 }
 
-// ResumeStream resumes the persistent stream streamID. The server reports
+// ResumeStream resumes the persistent stream streamID, with the options it
+// was created with (a proto stream needs WithProtoMessage of the same
+// message). The server reports
 // the last offset it committed: LastDurable returns it, and the next
 // record ingested gets the offset after it. Replay your source from the
 // position after that offset. An unknown or retired id is a
@@ -104,7 +107,10 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 			return nil, err
 		}
 	}
-	if kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "" {
+	switch {
+	case so.cfg.ClientRequestID != "" && (kind != core.Persistent || streamID != ""):
+		return nil, &ConfigError{Field: "ClientRequestID", Reason: "is only for CreatePersistentStream"}
+	case kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "":
 		so.cfg.ClientRequestID = newRequestID()
 	}
 	so.cfg.Seed = randomSeed()
@@ -136,7 +142,7 @@ func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transpo
 	if err != nil {
 		return nil, err
 	}
-	cfg := grpcio.Config{Table: table, Headers: headers, SDK: grpcio.UserAgent("")}
+	cfg := grpcio.Config{Table: table, Headers: headers, SDK: grpcio.UserAgent(c.opts.dial.AppName)}
 	if desc != nil {
 		cfg.Descriptor = desc.bytes
 	}

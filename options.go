@@ -19,6 +19,7 @@ type clientOptions struct {
 	dial     grpcio.DialOptions
 	headers  grpcio.HeadersProvider
 	oauth    *grpcio.OAuthConfig
+	creds    int // credential options given: at most one
 	logger   *slog.Logger
 	observer Observer
 }
@@ -42,6 +43,7 @@ func WithToken(token string) Option {
 			return &ConfigError{Field: "Token", Reason: "must not be empty"}
 		}
 		o.headers = grpcio.StaticToken(token)
+		o.creds++
 		return nil
 	}
 }
@@ -55,6 +57,7 @@ func WithHeadersProvider(p HeadersProvider) Option {
 			return &ConfigError{Field: "HeadersProvider", Reason: "must not be nil"}
 		}
 		o.headers = p
+		o.creds++
 		return nil
 	}
 }
@@ -66,6 +69,7 @@ func WithHeadersProvider(p HeadersProvider) Option {
 func WithOAuth(workspaceURL, clientID, clientSecret string) Option {
 	return func(o *clientOptions) error {
 		o.oauth = &grpcio.OAuthConfig{WorkspaceURL: workspaceURL, ClientID: clientID, ClientSecret: clientSecret}
+		o.creds++
 		return nil
 	}
 }
@@ -101,7 +105,10 @@ func WithAppName(name string) Option {
 	return func(o *clientOptions) error { o.dial.AppName = name; return nil }
 }
 
-// WithGRPCOptions adds gRPC dial options after zbstream's own.
+// WithGRPCOptions adds gRPC dial options after zbstream's own. A stats
+// handler among them must not keep the messages it is shown: the client
+// reuses its request messages from one send to the next, and their records
+// alias the application's bytes.
 func WithGRPCOptions(opts ...grpc.DialOption) Option {
 	return func(o *clientOptions) error {
 		o.dial.GRPCOptions = append(o.dial.GRPCOptions, opts...)
@@ -149,9 +156,15 @@ func WithProtoMessage(m ProtoMessage) StreamOption {
 
 // WithClientRequestID sets the idempotency key of a persistent create (by
 // default 16 random bytes, hex): a create retried with the same key gets
-// the same stream back.
+// the same stream back. Only CreatePersistentStream takes it.
 func WithClientRequestID(id string) StreamOption {
-	return func(o *streamOptions) error { o.cfg.ClientRequestID = id; return nil }
+	return func(o *streamOptions) error {
+		if id == "" {
+			return &ConfigError{Field: "ClientRequestID", Reason: "must not be empty"}
+		}
+		o.cfg.ClientRequestID = id
+		return nil
+	}
 }
 
 // WithMaxInflight bounds accepted but not yet durable calls by count and by
@@ -200,11 +213,17 @@ func WithMaxGrace(d time.Duration) StreamOption {
 
 // WithRecovery sets how many reconnects one recovery episode may make
 // without durable progress (default 4) and the backoff before each:
-// exponential from initial to max, with full jitter.
+// exponential from initial to max (defaults 500 ms and 30 s), with full
+// jitter. A zero initial or max keeps its default.
 func WithRecovery(retries int, initial, max time.Duration) StreamOption {
 	return func(o *streamOptions) error {
 		o.cfg.Retries = retries
-		o.cfg.Backoff.Initial, o.cfg.Backoff.Max = initial, max
+		if initial != 0 {
+			o.cfg.Backoff.Initial = initial
+		}
+		if max != 0 {
+			o.cfg.Backoff.Max = max
+		}
 		return nil
 	}
 }

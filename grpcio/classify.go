@@ -18,10 +18,12 @@ import (
 func Classify(err error) core.Code {
 	var ce *core.ConnectionError
 	switch {
-	case err == nil, errors.Is(err, io.EOF):
+	case err == nil:
 		return core.CodeOK
 	case errors.As(err, &ce):
 		return ce.Code
+	case errors.Is(err, io.EOF):
+		return core.CodeOK
 	}
 	if st, ok := status.FromError(err); ok {
 		return core.Code(st.Code())

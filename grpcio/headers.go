@@ -24,7 +24,8 @@ type HeadersProvider interface {
 	// Headers returns the metadata for one call. ctx bounds any work it
 	// does (minting a token, say). An error fails the open attempt; wrap
 	// a *core.ConnectionError in it to choose the status code (otherwise
-	// UNAUTHENTICATED is assumed, which is not retried).
+	// UNAUTHENTICATED is assumed, which is not retried, except for ctx's
+	// own end).
 	Headers(ctx context.Context) (map[string]string, error)
 	// Invalidate drops any cached credentials: the server rejected them,
 	// so the next Headers call must produce new ones.

@@ -112,10 +112,14 @@ func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
 		h, err := t.cfg.Headers.Headers(ctx)
 		if err != nil {
 			var ce *core.ConnectionError
-			if errors.As(err, &ce) {
+			code := core.CodeUnauthenticated
+			switch {
+			case errors.As(err, &ce):
 				return nil, err
+			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+				code = Classify(err) // the open was abandoned, not refused
 			}
-			return nil, &core.ConnectionError{Code: core.CodeUnauthenticated, Err: fmt.Errorf("zbstream: credentials: %w", err)}
+			return nil, &core.ConnectionError{Code: code, Err: fmt.Errorf("zbstream: credentials: %w", err)}
 		}
 		for k, v := range h {
 			kv = append(kv, k, v)
