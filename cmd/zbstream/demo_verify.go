@@ -139,7 +139,7 @@ func percentile(hist [40]int64, q float64) string {
 	for b, n := range hist {
 		acc += n
 		if acc >= want {
-			return fmt.Sprintf("< %.3gms", float64(int64(1)<<b)/1000)
+			return "< " + roundDuration(time.Duration(int64(1)<<b)*time.Microsecond)
 		}
 	}
 	return "n/a"
@@ -155,4 +155,15 @@ func formatCounts(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// roundDuration prints d with two or three significant digits.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%dµs", d.Microseconds())
 }
