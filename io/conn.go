@@ -290,8 +290,10 @@ func (s *Stream) broken(err error) {
 // reports each send, until the connection is aborted or half-closed.
 func (s *Stream) sendLoop(c *conn) {
 	defer s.wg.Done()
+	s.mu.Lock()
 	for {
-		s.mu.Lock()
+		// Held here: the lock taken to report the last batch also takes
+		// the next one, one acquisition per batch.
 		for len(c.queue) == 0 && !c.closeSend && !c.aborted {
 			c.idle = true
 			s.mu.Unlock()
@@ -343,6 +345,5 @@ func (s *Stream) sendLoop(c *conn) {
 		clear(batch)
 		c.spare = batch[:0]
 		s.process()
-		s.mu.Unlock()
 	}
 }
