@@ -35,6 +35,7 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 			off int64
 			err error
 		)
+		_, before := s.m.Pending()
 		switch {
 		case s.cb.full() && !s.m.State().Terminal():
 			err = core.ErrWindowFull
@@ -45,7 +46,12 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 		}
 		if err == nil {
 			if off != core.NoOffset {
-				s.accepted(one, many, batch)
+				_, after := s.m.Pending()
+				n := 1
+				if batch {
+					n = len(many)
+				}
+				s.accepted(n, after-before)
 			}
 			s.process()
 			s.mu.Unlock()
@@ -66,15 +72,10 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 	}
 }
 
-// accepted counts an accepted call. The caller holds s.mu.
-func (s *Stream) accepted(one []byte, many [][]byte, batch bool) {
-	n, size := 1, int64(len(one))
-	if batch {
-		n, size = len(many), 0
-		for _, r := range many {
-			size += int64(len(r))
-		}
-	}
+// accepted counts an accepted call of n records and size payload bytes
+// (the window's growth: the core has summed them already). The caller holds
+// s.mu.
+func (s *Stream) accepted(n int, size int64) {
 	s.stats.Accepted++
 	s.stats.Records += int64(n)
 	s.opts.Observer.Accepted(n, size)
