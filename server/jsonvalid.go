@@ -61,9 +61,9 @@ func skipSpace(b []byte, i int) int {
 
 // parser states of validJSON.
 const (
-	wantValue = iota // a value
-	wantKey          // an object key (a string), then ':' and a value
-	afterValue       // ',' or the end of the enclosing container (or input)
+	wantValue  = iota // a value
+	wantKey           // an object key (a string), then ':' and a value
+	afterValue        // ',' or the end of the enclosing container (or input)
 )
 
 // validJSON reports whether b, from i on, is one JSON value followed by
