@@ -33,7 +33,7 @@ func TestFirstMessageDeadline(t *testing.T) {
 // clean end), never failed, and keeps everything it acknowledged.
 func TestIdleStreamIsRotated(t *testing.T) {
 	ts := startServer(t, servertest.WithOptions(func(o *server.Options) {
-		o.IdleTimeout = 100 * time.Millisecond
+		o.IdleTimeout = time.Second // far above the time between two local sends
 		o.CloseGrace = 50 * time.Millisecond
 	}))
 	c := ts.Client(t)
