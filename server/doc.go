@@ -3,5 +3,21 @@
 // commit, bearer-token authentication and per-table authorization, TLS,
 // session rotation and programmable fault injection. Users can run it in
 // their own tests (see package servertest) to test ingestion code without a
-// cloud account.
+// cloud account, and benchmark clients against its ack-only engine
+// (EngineAckOnly).
+//
+// Where each rule lives:
+//
+//	conn.go      a stream call: authenticate, response headers at once,
+//	             first-message deadline, open, then commit until the end
+//	open.go      the create and resume handshakes, fencing of older writers
+//	owner.go     ownership: streams and client_request_ids per principal
+//	receive.go   the receiver: offsets and records checked, the receive queue
+//	budget.go    the server-wide receive budget
+//	commit.go    the committer: appends, strict duplicates, idle rotation
+//	send.go      the sender: acks and close signals, never blocking commits
+//	limits.go    limits and their defaults, the per-principal cap
+//	retire.go    RetireStream
+//	validate.go  descriptors and proto records; jsonvalid.go JSON records
+//	ackonly.go   the engines
 package server

@@ -87,7 +87,8 @@ type Options struct {
 	// MaxConnectionsPerPrincipal caps one principal's concurrent
 	// EphemeralStream and PersistentStream calls (a "connection" in
 	// protocol.md), whatever transports they use; a call above it gets
-	// RESOURCE_EXHAUSTED (default DefaultMaxConnectionsPerPrincipal).
+	// RESOURCE_EXHAUSTED (default DefaultMaxConnectionsPerPrincipal). In
+	// open mode (Auth nil) every caller is the same principal.
 	MaxConnectionsPerPrincipal int
 	// KeepaliveMinTime is the shortest interval between client pings that
 	// is tolerated; KeepaliveTime and KeepaliveTimeout make the server ping

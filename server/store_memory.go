@@ -85,6 +85,17 @@ func (s *MemoryStore) Stream(_ context.Context, id string) (StreamMeta, error) {
 
 // Append implements Store.
 func (s *MemoryStore) Append(_ context.Context, id string, batches []Batch) error {
+	return s.append(id, batches, true)
+}
+
+// appendOwned is Append without copying the records: the server hands
+// over records that nothing else references or modifies (see
+// ownedAppender).
+func (s *MemoryStore) appendOwned(_ context.Context, id string, batches []Batch) error {
+	return s.append(id, batches, false)
+}
+
+func (s *MemoryStore) append(id string, batches []Batch, copyRecords bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := s.stream(id)
@@ -99,9 +110,12 @@ func (s *MemoryStore) Append(_ context.Context, id string, batches []Batch) erro
 			st.meta.Records += int64(len(b.Records))
 			continue
 		}
-		recs := make([][]byte, len(b.Records))
-		for i, r := range b.Records {
-			recs[i] = slices.Clone(r)
+		recs := b.Records
+		if copyRecords {
+			recs = make([][]byte, len(b.Records))
+			for i, r := range b.Records {
+				recs[i] = slices.Clone(r)
+			}
 		}
 		st.batches = append(st.batches, Batch{Offset: b.Offset, Records: recs})
 		st.meta.Records += int64(len(b.Records))

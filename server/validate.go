@@ -2,10 +2,8 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -165,22 +163,6 @@ func sameDescriptor(a, b []byte) bool {
 		return false
 	}
 	return proto.Equal(da, db)
-}
-
-// checkJSON accepts exactly one JSON object, in valid UTF-8 (json.Valid
-// alone lets invalid UTF-8 through inside strings).
-func checkJSON(rec []byte) error {
-	t := bytes.TrimLeft(rec, " \t\r\n")
-	if len(t) == 0 || t[0] != '{' {
-		return fmt.Errorf("not a JSON object")
-	}
-	if !utf8.Valid(rec) {
-		return fmt.Errorf("invalid UTF-8")
-	}
-	if !json.Valid(rec) {
-		return fmt.Errorf("invalid JSON")
-	}
-	return nil
 }
 
 // checkProto accepts a record that decodes with the stream's message

@@ -88,3 +88,27 @@ func TestStartOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAckOnlyOption(t *testing.T) {
+	ts := servertest.Start(t, servertest.AckOnly())
+	id, err := ingestOne(t, ts, ts.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ts.Stream(t.Context(), id)
+	if err != nil || m.Watermark != 0 || m.Records != 1 {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if bs, err := ts.Records(t.Context(), id); err != nil || len(bs) != 0 {
+		t.Fatalf("ack-only stored %v (%v)", bs, err)
+	}
+}
+
+func TestDuplicatesOptions(t *testing.T) {
+	var strict, lenient server.Options
+	servertest.Start(t, servertest.WithOptions(func(o *server.Options) { strict = *o }))
+	servertest.Start(t, servertest.LenientDuplicates(), servertest.WithOptions(func(o *server.Options) { lenient = *o }))
+	if !strict.StrictDuplicates || lenient.StrictDuplicates {
+		t.Fatalf("StrictDuplicates: default %v, lenient %v", strict.StrictDuplicates, lenient.StrictDuplicates)
+	}
+}
