@@ -298,26 +298,41 @@ func (d *demo) lastStatus() demoStatus {
 
 // progress prints a progress line every second until stopped.
 func (d *demo) progress() func() {
-	stop := make(chan struct{})
+	return every(time.Second, func() {
+		st := d.lastStatus()
+		d.progressLine("durable", st.Durable)
+	})
+}
+
+// progressLine prints one progress line: n of the source's records are
+// what (durable, returned).
+func (d *demo) progressLine(what string, n int) {
+	el := time.Since(d.start)
+	fmt.Fprintf(d.out, "  %5.1fs  %s %d/%d  %.0f records/s  faults: %s\n",
+		el.Seconds(), what, n, d.cfg.Records, float64(n)/el.Seconds(), d.faultLine())
+}
+
+// every calls f every interval on a goroutine of its own until the
+// returned function is called (once or more); that function returns once
+// the goroutine has ended.
+func every(interval time.Duration, f func()) (stop func()) {
+	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				st := d.lastStatus()
-				el := time.Since(d.start)
-				fmt.Fprintf(d.out, "  %5.1fs  durable %d/%d  %.0f records/s  faults: %s\n",
-					el.Seconds(), st.Durable, d.cfg.Records, float64(st.Durable)/el.Seconds(), d.faultLine())
-			case <-stop:
+				f()
+			case <-quit:
 				return
 			}
 		}
 	}()
 	var once sync.Once
-	return func() { once.Do(func() { close(stop); <-done }) }
+	return func() { once.Do(func() { close(quit); <-done }) }
 }
 
 func (d *demo) faultLine() string {

@@ -96,23 +96,10 @@ func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 		b, _ := json.Marshal(st)
 		fmt.Fprintf(stdout, "status %s\n", b)
 	}
-	stop := make(chan struct{})
-	reported := make(chan struct{})
-	go func() {
-		defer close(reported)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				report()
-			case <-stop:
-				return
-			}
-		}
-	}()
+	stop := every(100*time.Millisecond, report)
+	defer stop()
 
-	for i := 0; next < cfg.Records; i++ {
+	for next < cfg.Records {
 		n := min(cfg.Batch, cfg.Records-next)
 		recs := make([][]byte, n)
 		for j := range recs {
@@ -120,15 +107,12 @@ func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 		}
 		sentAt[s.LastAssigned()+1-first.Load()].Store(time.Now().UnixNano())
 		if _, err := s.IngestBatch(ctx, recs); err != nil {
-			close(stop)
-			<-reported
 			return err
 		}
 		next += n
 	}
 	err = s.Close(ctx)
-	close(stop)
-	<-reported
+	stop()
 	report()
 	if err != nil {
 		return err

@@ -154,26 +154,10 @@ func (d *demo) runSpoolClient(ctx context.Context, sc *spoolScore, rng *rand.Ran
 
 // spoolProgress prints a progress line every second until stopped.
 func (d *demo) spoolProgress(sc *spoolScore) func() {
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				sc.mu.Lock()
-				ret := sc.retRecs
-				sc.mu.Unlock()
-				el := time.Since(d.start)
-				fmt.Fprintf(d.out, "  %5.1fs  returned %d/%d  %.0f records/s  faults: %s\n",
-					el.Seconds(), ret, d.cfg.Records, float64(ret)/el.Seconds(), d.faultLine())
-			case <-stop:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(stop); <-done }) }
+	return every(time.Second, func() {
+		sc.mu.Lock()
+		ret := sc.retRecs
+		sc.mu.Unlock()
+		d.progressLine("returned", ret)
+	})
 }
