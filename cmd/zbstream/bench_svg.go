@@ -87,7 +87,7 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 			f := (math.Log10(x) - e0) / (e1 - e0)
 			return top + svgPanelH*(1-math.Max(0, math.Min(1, f)))
 		}
-		p(`<g class="panel">`+"\n")
+		p(`<g class="panel">` + "\n")
 		p(`<text x="%d" y="%.1f" font-size="15" font-weight="bold">%s</text>`+"\n", svgLeft, top-14, esc(pn.title+" (log scale)"))
 		// Grid and y-axis labels, one per power of ten.
 		for e := e0; e <= e1; e++ {
