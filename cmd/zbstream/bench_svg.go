@@ -15,9 +15,9 @@ const (
 	svgPanelH     = 300 // height of one panel's plot area
 	svgLeft       = 90  // left margin (y-axis labels)
 	svgRight      = 20
-	svgTop        = 110 // title, subtitle and legend
+	svgTop        = 140 // title, subtitle and legend
 	svgPanelGap   = 110 // x labels of a panel and the next panel's title
-	svgBottom     = 70
+	svgBottom     = 90
 	svgColourZB   = "#1f6feb"
 	svgColourRaw  = "#a0a7b1"
 	svgColourText = "#1f2328"
@@ -39,7 +39,7 @@ type svgPanel struct {
 func writeBenchSVG(w io.Writer, r benchResult) error {
 	panels := []svgPanel{
 		{"Records per second", "records/s", func(_ benchCell, x float64) float64 { return x }},
-		{"Throughput, MB/s (10^6 bytes of records)", "MB/s", func(c benchCell, x float64) float64 { return c.MBps(x) }},
+		{"Throughput in MB/s of records, MB = 10^6 bytes", "MB/s", func(c benchCell, x float64) float64 { return c.MBps(x) }},
 	}
 	height := svgTop + len(panels)*svgPanelH + (len(panels)-1)*svgPanelGap + svgBottom
 	var b bytes.Buffer
@@ -48,16 +48,16 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" fill="%s">`+"\n",
 		svgWidth, height, svgWidth, height, svgColourText)
 	p(`<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", svgWidth, height)
-	p(`<text x="%d" y="32" font-size="20" font-weight="bold">%s</text>`+"\n", svgLeft,
-		esc("zbstream client beside a raw gRPC stream (the ceiling), "+r.Engine+" engine, loopback"))
+	p(`<text x="%d" y="32" font-size="19" font-weight="bold">%s</text>`+"\n", svgLeft,
+		esc("zbstream beside a raw gRPC stream (the ceiling), "+engineLabel(r.Engine)))
 	p(`<text x="%d" y="54" font-size="13">%s</text>`+"\n", svgLeft,
 		esc(fmt.Sprintf("%s · %s · best of %d runs of %s per client and cell; persistent stream, JSON records",
 			r.Date.Format("2006-01-02"), r.Machine, r.Runs, r.Duration)))
 	// Legend.
 	p(`<g class="legend" font-size="13">`)
-	p(`<rect x="%d" y="70" width="14" height="14" fill="%s"/><text x="%d" y="82">zbstream (until the last record is acknowledged)</text>`,
+	p(`<rect x="%d" y="76" width="14" height="14" fill="%s"/><text x="%d" y="88">zbstream (until the last record is acknowledged)</text>`,
 		svgLeft, svgColourZB, svgLeft+20)
-	p(`<rect x="%d" y="70" width="14" height="14" fill="%s"/><text x="%d" y="82">raw gRPC bidi stream, same messages, no client logic</text>`,
+	p(`<rect x="%d" y="76" width="14" height="14" fill="%s"/><text x="%d" y="88">raw gRPC bidi stream, same messages, no client logic</text>`,
 		svgLeft+380, svgColourRaw, svgLeft+400)
 	p("</g>\n")
 
@@ -132,6 +132,17 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 	p("</svg>\n")
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// engineLabel names the server measured against in the chart's title.
+func engineLabel(e string) string {
+	switch e {
+	case "ackonly":
+		return "ack-only engine, loopback"
+	case "memory":
+		return "memory engine, loopback"
+	}
+	return e
 }
 
 // esc escapes s for XML text and attributes.
