@@ -24,10 +24,19 @@ func writeBenchTable(w io.Writer, r benchResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tmode\tzbstream records/s\tzbstream MB/s\traw records/s\traw MB/s\tratio\t")
 	for _, c := range r.Cells {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.0f\t%.1f\t%.3f\t\n",
-			sizeLabel(c.Size), c.Mode(), c.Zbstream, c.MBps(c.Zbstream), c.Raw, c.MBps(c.Raw), c.Ratio())
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%.0f\t%s\t%.3f\t\n",
+			sizeLabel(c.Size), c.Mode(), c.Zbstream, mbString(c.MBps(c.Zbstream)), c.Raw, mbString(c.MBps(c.Raw)), c.Ratio())
 	}
 	tw.Flush()
+}
+
+// mbString formats MB/s with one decimal, or three significant digits
+// below 10 (20-byte records one per call make well under 1 MB/s).
+func mbString(x float64) string {
+	if x >= 10 {
+		return strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // writeBenchCSV writes the table as CSV, one row per cell.
