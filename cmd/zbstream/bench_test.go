@@ -61,11 +61,11 @@ func TestBenchExternalEndpoint(t *testing.T) {
 func TestBenchMemoryEngine(t *testing.T) {
 	dir := t.TempDir()
 	svgPath := filepath.Join(dir, "b.svg")
-	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "750", "-duration", "30ms", "-runs", "1", "-svg", svgPath)
+	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-runs", "1", "-svg", svgPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	checkBenchTable(t, out, []string{"750 B single", "750 B batch 100"})
+	checkBenchTable(t, out, []string{"220 B single", "220 B batch 20"})
 	checkBenchSVG(t, svgPath, 2)
 }
 
