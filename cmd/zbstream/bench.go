@@ -34,6 +34,7 @@ type benchConfig struct {
 	table    string
 	csvPath  string
 	svgPath  string
+	verbose  bool
 
 	rss      bool
 	volume   int64
@@ -72,6 +73,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
 	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
 	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
+	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
 	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
 	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "volume ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")

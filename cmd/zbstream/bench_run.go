@@ -153,9 +153,18 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 						best = cell.Zbstream
 					}
 					calls := int64(best * cfg.duration.Seconds() / float64(batch))
+					t0 := time.Now()
 					m, err := benchOne(ctx, cfg, zb, size, batch, calls)
 					if err != nil {
 						return err
+					}
+					if cfg.verbose {
+						name := "raw"
+						if zb {
+							name = "zbstream"
+						}
+						fmt.Fprintf(stderr, "    run %d %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
+							run+1, name, m.records, m.elapsed.Seconds(), time.Since(t0).Seconds(), m.rate())
 					}
 					if zb {
 						cell.Zbstream = max(cell.Zbstream, m.rate())
