@@ -66,6 +66,9 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	cmd.Env = append(os.Environ(), envBenchRole+"=rss", envBenchConfig+"="+string(js))
 	var errBuf strings.Builder
 	cmd.Stderr = &lockedWriter{w: &errBuf}
+	if cfg.verbose { // the child's stderr as it comes (GODEBUG=gctrace=1 for one)
+		cmd.Stderr = io.MultiWriter(stderr, cmd.Stderr)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
