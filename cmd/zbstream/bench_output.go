@@ -19,8 +19,8 @@ var benchCSVHeader = []string{
 
 // writeBenchTable prints the table, with a line saying what was measured.
 func writeBenchTable(w io.Writer, r benchResult) {
-	fmt.Fprintf(w, "zbstream bench, %s, %s\nengine %s, best of %d runs of %s per client and cell; MB = 10^6 bytes\n\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, r.Engine, r.Runs, r.Duration)
+	fmt.Fprintf(w, "zbstream bench, %s, %s%s\nengine %s, best of %d runs of %s per client and cell; MB = 10^6 bytes\n\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, loadNote(r.Load), r.Engine, r.Runs, r.Duration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tmode\tzbstream records/s\tzbstream MB/s\traw records/s\traw MB/s\tratio\t")
 	for _, c := range r.Cells {
@@ -37,6 +37,14 @@ func mbString(x float64) string {
 		return strconv.FormatFloat(x, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// loadNote is ", load average L at the start", or "".
+func loadNote(l string) string {
+	if l == "" {
+		return ""
+	}
+	return ", load average " + l + " at the start"
 }
 
 // writeBenchCSV writes the table as CSV, one row per cell.

@@ -75,6 +75,9 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "zbstream bench -rss: %s of %d B records in calls of %d, in-flight bound %s, in a child process; %s\n",
 		formatBytes(cfg.volume), rssRecordSize, cfg.batch, formatBytes(rssInflightBytes), machineLine())
+	if gc := childGCSettings(); gc != "" {
+		fmt.Fprintln(stdout, "child's Go runtime settings from the environment:", gc)
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -116,6 +119,18 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 		return withCode(exitFailure, fmt.Errorf("peak RSS %.1f MiB is over the %d MiB target", float64(peak)/(1<<20), rssTarget>>20))
 	}
 	return nil
+}
+
+// childGCSettings names the GOGC and GOMEMLIMIT the child inherits, if
+// any: they decide how far its heap grows past what it holds.
+func childGCSettings() string {
+	var s []string
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			s = append(s, k+"="+v)
+		}
+	}
+	return strings.Join(s, " ")
 }
 
 // maxrssBytes converts ru_maxrss to bytes: kilobytes on Linux and the

@@ -72,6 +72,7 @@ type benchResult struct {
 	Engine   string
 	Duration time.Duration
 	Runs     int
+	Load     string // the 1-minute load average when the run started, or ""
 }
 
 // benchMeasure is one measurement: records acknowledged and the time from
@@ -124,7 +125,7 @@ func benchServer(engine string) (*server.Server, string, func(), error) {
 
 // benchTableRun measures every cell and prints, and writes, the table.
 func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
-	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs}
+	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs, Load: loadAverage()}
 	if cfg.endpoint != "" {
 		res.Engine = "external " + cfg.endpoint
 	}
@@ -431,6 +432,18 @@ func machineLine() string {
 		s += " (" + m + ")"
 	}
 	return s + fmt.Sprintf(", %s/%s, %s", runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg, or "".
+func loadAverage() string {
+	b, err := readFileLimit("/proc/loadavg", 256)
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
 
 // cpuModel is the CPU's model name from /proc/cpuinfo, or "".

@@ -15,7 +15,7 @@ const (
 	svgPanelH     = 300 // height of one panel's plot area
 	svgLeft       = 90  // left margin (y-axis labels)
 	svgRight      = 20
-	svgTop        = 140 // title, subtitle and legend
+	svgTop        = 155 // title, subtitle and legend
 	svgPanelGap   = 110 // x labels of a panel and the next panel's title
 	svgBottom     = 90
 	svgColourZB   = "#1f6feb"
@@ -51,13 +51,15 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 	p(`<text x="%d" y="32" font-size="19" font-weight="bold">%s</text>`+"\n", svgLeft,
 		esc("zbstream beside a raw gRPC stream (the ceiling), "+engineLabel(r.Engine)))
 	p(`<text x="%d" y="54" font-size="13">%s</text>`+"\n", svgLeft,
-		esc(fmt.Sprintf("%s · %s · best of %d runs of %s per client and cell; persistent stream, JSON records",
-			r.Date.Format("2006-01-02"), r.Machine, r.Runs, r.Duration)))
+		esc(fmt.Sprintf("%s · %s%s", r.Date.Format("2006-01-02"), r.Machine, loadNote(r.Load))))
+	p(`<text x="%d" y="72" font-size="13">%s</text>`+"\n", svgLeft,
+		esc(fmt.Sprintf("best of %d runs of %s per client and cell, interleaved; persistent stream, JSON records, one per call or in batches",
+			r.Runs, r.Duration)))
 	// Legend.
 	p(`<g class="legend" font-size="13">`)
-	p(`<rect x="%d" y="76" width="14" height="14" fill="%s"/><text x="%d" y="88">zbstream (until the last record is acknowledged)</text>`,
+	p(`<rect x="%d" y="90" width="14" height="14" fill="%s"/><text x="%d" y="102">zbstream (until the last record is acknowledged)</text>`,
 		svgLeft, svgColourZB, svgLeft+20)
-	p(`<rect x="%d" y="76" width="14" height="14" fill="%s"/><text x="%d" y="88">raw gRPC bidi stream, same messages, no client logic</text>`,
+	p(`<rect x="%d" y="90" width="14" height="14" fill="%s"/><text x="%d" y="102">raw gRPC bidi stream, same messages, no client logic</text>`,
 		svgLeft+380, svgColourRaw, svgLeft+400)
 	p("</g>\n")
 
