@@ -63,8 +63,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fs := newFlags("bench", benchSynopsis, stderr)
 	cfg := benchConfig{sizes: []int{20, 220, 750, 10 << 10}, volume: 4 << 30}
-	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "record sizes, comma-separated, in bytes (suffixes K, KiB, M, MiB: 1024-based)")
-	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode (1: one record per call only)")
+	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (suffixes K, KiB, M, MiB: 1024-based)")
+	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
 	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "how long each client sends in each cell and run")
 	fs.IntVar(&cfg.runs, "runs", 3, "repetitions per cell; the best is reported")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
@@ -75,7 +75,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
 	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
 	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
-	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "volume ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
+	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
 	fs.IntVar(&cfg.rounds, "rounds", 200, "faults of each kind injected by -recovery")
 	if err := parseFlags(fs, args, false); err != nil {
