@@ -85,20 +85,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return err
 	}
-	if cfg.rss || cfg.recovery {
-		if cfg.rss {
-			if err := benchRSS(ctx, cfg, stdout, stderr); err != nil {
-				return err
-			}
-		}
-		if cfg.recovery {
-			if err := benchRecovery(ctx, cfg, stdout, stderr); err != nil {
-				return err
-			}
-		}
-		return nil
+	err := benchMeasurements(ctx, cfg, stdout, stderr)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // interrupted: exit 130, whatever failed on the way
 	}
-	return benchTableRun(ctx, cfg, stdout, stderr)
+	return err
+}
+
+func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	if !cfg.rss && !cfg.recovery {
+		return benchTableRun(ctx, cfg, stdout, stderr)
+	}
+	if cfg.rss {
+		if err := benchRSS(ctx, cfg, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if cfg.recovery {
+		return benchRecovery(ctx, cfg, stdout, stderr)
+	}
+	return nil
 }
 
 func (c *benchConfig) check() error {

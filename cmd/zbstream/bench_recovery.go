@@ -83,7 +83,9 @@ func recoveryRounds(ctx context.Context, cfg benchConfig, fault server.Fault, pr
 	defer func() {
 		cancel()
 		<-ingested
-		_ = s.Close(context.WithoutCancel(ctx))
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = s.Close(cctx)
+		ccancel()
 	}()
 
 	ds := make([]time.Duration, 0, cfg.rounds)

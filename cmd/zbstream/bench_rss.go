@@ -173,7 +173,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	if err != nil {
 		return rssResult{}, clientErr(err)
 	}
-	defer s.Close(context.WithoutCancel(ctx))
+	defer s.Close(ctx) // on an error path: at once if ctx has ended
 	batch := max(rc.Batch, 1)
 	total := max(rc.Volume/rssRecordSize, 1)
 	start := time.Now()

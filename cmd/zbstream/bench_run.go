@@ -234,7 +234,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	if err != nil {
 		return benchMeasure{}, clientErr(err)
 	}
-	defer s.Close(context.WithoutCancel(ctx))
+	defer s.Close(ctx) // on an error path: at once if ctx has ended
 	rec := benchRecord(size)
 	recs := make([][]byte, batch)
 	for i := range recs {

@@ -326,3 +326,19 @@ func TestBenchStop(t *testing.T) {
 		t.Error("large backlog: want stop")
 	}
 }
+
+// TestBenchInterrupted: Ctrl-C (the context ending) stops a run cleanly,
+// with exit 130 and nothing left running (goleak).
+func TestBenchInterrupted(t *testing.T) {
+	for _, args := range [][]string{{"-sizes", "20", "-duration", "10s"}, {"-recovery", "-rounds", "1000000"}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := time.AfterFunc(300*time.Millisecond, cancel) // as SIGINT does in main
+		var out, errb bytes.Buffer
+		code := run(ctx, append([]string{"bench"}, args...), &out, &errb)
+		stop.Stop()
+		cancel()
+		if code != exitInterrupted {
+			t.Errorf("bench %q interrupted: exit %d, want %d\n%s%s", args, code, exitInterrupted, out.String(), errb.String())
+		}
+	}
+}
