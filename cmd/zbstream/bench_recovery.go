@@ -117,15 +117,19 @@ func recoveryLoad(ctx context.Context, s *zbstream.Stream, obs *recoveryObserver
 }
 
 // recoveryRound injects the fault once and returns the time from its
-// firing to the first ack on a later connection. The firing time is the
-// earlier of when Fired was seen and when the client saw its connection
-// end, since waking up on Fired may lag on a loaded machine.
+// firing to the first ack on a later connection. Waking up on Fired may lag
+// on a loaded machine, so the firing time is the earliest of three times
+// that all follow it closely: when Fired was seen, when the client saw its
+// connection end (a drop), and when it took the last ack of the old
+// connection (the server acknowledges what it committed right after the
+// fault fires, before it drops or signals).
 func recoveryRound(ctx context.Context, srv *server.Server, id string, fault server.Fault, obs *recoveryObserver, ingested <-chan error) (time.Duration, error) {
 	// Let acks flow on the current connection first.
 	if _, err := obs.waitAck(ctx, obs.snapshot().conns, 20); err != nil {
 		return 0, err
 	}
 	before := obs.snapshot()
+	injected := time.Now()
 	h := srv.Inject(server.Match{StreamID: id}, fault)
 	timer := time.NewTimer(recoveryRoundTimeout)
 	defer timer.Stop()
@@ -146,8 +150,12 @@ func recoveryRound(ctx context.Context, srv *server.Server, id string, fault ser
 	if err != nil {
 		return 0, err
 	}
-	if after := obs.snapshot(); after.discs > before.discs && after.discAt.Before(fired) {
+	after := obs.snapshot()
+	if after.discs > before.discs && after.discAt.Before(fired) {
 		fired = after.discAt
+	}
+	if t := after.lastOldAck; t.After(injected) && t.Before(fired) {
+		fired = t
 	}
 	return max(ackAt.Sub(fired), 0), nil
 }
@@ -160,15 +168,17 @@ type recoveryObserver struct {
 	st      recoveryState
 	acks    int           // acks on the current connection
 	ackAt   time.Time     // the first ack on the current connection
+	lastAck time.Time     // the latest ack
 	changed chan struct{} // closed and replaced at every event
 	err     error
 }
 
 // recoveryState is what a round compares before and after a fault.
 type recoveryState struct {
-	conns  int       // connections opened since attach
-	discs  int       // connections that ended with an error
-	discAt time.Time // when the last one ended
+	conns      int       // connections opened since attach
+	discs      int       // connections that ended with an error
+	discAt     time.Time // when the last one ended
+	lastOldAck time.Time // the last ack before the current connection opened
 }
 
 func newRecoveryObserver() *recoveryObserver {
@@ -194,6 +204,7 @@ func (o *recoveryObserver) Connected(bool) {
 		return
 	}
 	o.st.conns++
+	o.st.lastOldAck = o.lastAck
 	o.acks = 0
 	o.event()
 }
@@ -212,6 +223,7 @@ func (o *recoveryObserver) Completed(_ int64, reconciled bool) {
 	if o.acks == 0 {
 		o.ackAt = now
 	}
+	o.lastAck = now
 	o.acks++
 	o.event()
 }
