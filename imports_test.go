@@ -20,7 +20,7 @@ const modulePath = "github.com/zbstream/zbstream"
 // libraryDirs are the library packages, relative to the module root. A
 // directory that does not exist yet (or holds no non-test Go file yet) is
 // skipped.
-var libraryDirs = []string{"core", "fsm", "proto", "io", "grpcio"}
+var libraryDirs = []string{"core", "fsm", "proto", "io", "io/memtransport", "grpcio", "."}
 
 // isStd reports whether an import path belongs to the standard library: its
 // first element has no dot.
@@ -65,11 +65,17 @@ func libraryAllowed(path string) bool {
 		return true
 	}
 	for _, dir := range libraryDirs {
-		if under(path, modulePath+"/"+dir) {
+		if path == modulePath || (dir != "." && under(path, modulePath+"/"+dir)) {
 			return true
 		}
 	}
 	return false
+}
+
+// driverAllowed is the rule for the driver, io and its in-memory transport:
+// no gRPC and no protobuf, only the standard library, the core, fsm and io.
+func driverAllowed(path string) bool {
+	return pureAllowed(path) || under(path, modulePath+"/io")
 }
 
 // depGraph is the output of `go list -deps`: every package in the build
@@ -157,7 +163,7 @@ func goListDeps(t *testing.T, pkg string) depGraph {
 		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
 	}
 	g := parseDeps(string(out))
-	if want := modulePath + "/" + strings.TrimPrefix(pkg, "./"); g.root != want {
+	if want := strings.TrimSuffix(modulePath+"/"+strings.TrimPrefix(pkg, "./"), "/."); g.root != want {
 		t.Fatalf("go list -deps %s: last package %q, want %q", pkg, g.root, want)
 	}
 	return g
@@ -199,9 +205,13 @@ func TestLibraryImports(t *testing.T) {
 			g := goListDeps(t, "./"+dir)
 			allow := libraryAllowed
 			rule := "the standard library, looplab/fsm, grpc, protobuf and the library packages"
-			if dir == "core" || dir == "fsm" {
+			switch dir {
+			case "core", "fsm":
 				allow = pureAllowed
 				rule = "the standard library, looplab/fsm, core and fsm"
+			case "io", "io/memtransport":
+				allow = driverAllowed
+				rule = "the standard library, looplab/fsm, core, fsm and io"
 			}
 			for _, v := range g.violations(allow) {
 				t.Errorf("%s; ./%s may import only %s", v, dir, rule)

@@ -96,6 +96,10 @@ func (c *conn) Send(call streamio.Call) error {
 			return connErr(c.ctx.Err())
 		}
 	}
+	// A send that failed on this side (a message gRPC refused to encode or
+	// frame) leaves the call open: end it, so that Recv reports the end and
+	// the driver moves on rather than wait for acks that cannot come.
+	c.cancel()
 	return connErr(err)
 }
 

@@ -1,12 +1,21 @@
 // Package grpcio connects zbstream's protocol core to the Zerobus gRPC
-// service.
+// service. It holds:
 //
-// For now it holds the decode path: the functions that turn the server's
-// messages (ingestpb.EphemeralStreamResponse and
-// ingestpb.PersistentStreamResponse, from the wire or already decoded) into
-// the plain core.Response values the core consumes, keeping proto2 field
-// presence exactly. The gRPC transport, status-code classification,
-// credentials and the thin public client will join it later.
+//   - Transport, an io.Transport over the EphemeralStream and
+//     PersistentStream RPCs of one grpc.ClientConn: every open carries fresh
+//     headers, the first message goes out at once (without waiting for
+//     response headers), ingest messages are reused between sends, and one
+//     reader decodes the server's messages; Retire calls RetireStream;
+//   - Classify, the one place where gRPC errors become the core's codes;
+//   - credentials: the HeadersProvider interface, StaticToken, and OAuth
+//     client credentials (NewOAuth) as the official SDKs do them;
+//   - Dial: endpoints, TLS by default, HTTP CONNECT proxies from the
+//     environment, the user agent;
+//   - the decode path: the functions that turn the server's messages
+//     (ingestpb.EphemeralStreamResponse and
+//     ingestpb.PersistentStreamResponse, from the wire or already decoded)
+//     into the plain core.Response values the core consumes, keeping proto2
+//     field presence exactly.
 //
 // Decoding never judges a message: a create response without a stream id or
 // an ack without an offset decodes faithfully (with the Has flag false), and

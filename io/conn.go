@@ -30,6 +30,12 @@ type conn struct {
 	aborted   bool // the machine has left this connection
 	closeSend bool // the machine asked for a half-close
 	idle      bool // the sender waits for wake: only then is it woken
+	sending   bool // the sender is writing a batch it has not reported yet
+
+	// The connection's end, held while messages before it wait behind a
+	// send in progress (see ended).
+	endHeld bool
+	endErr  error
 
 	queue, spare []Call // calls handed over and not yet taken by the sender
 
@@ -57,11 +63,6 @@ func (c *conn) notify() {
 
 // dispatch hands one send to the connection's sender.
 func (c *conn) dispatch(a *core.Action, s *Stream) {
-	if a.Offset <= s.handed {
-		s.stats.Resent++
-	} else {
-		s.handed = a.Offset
-	}
 	if !c.started {
 		c.started = true
 		c.reported = a.Wire - 1
@@ -154,14 +155,17 @@ func (s *Stream) reportSent(c *conn) {
 		return
 	}
 	if sent := c.sent.Load(); sent > c.reported {
-		now := s.at
 		for w := c.reported + 1; w <= sent; w++ {
-			if err := s.m.Sent(now, c.id, c.base+w); err != nil {
+			if err := s.m.Sent(s.at, c.id, c.base+w); err != nil {
 				s.broken(err)
 				return
 			}
 		}
-		s.stats.Sent += sent - c.reported
+		// What was written before, on an earlier connection, is resent.
+		from, to := c.base+c.reported, c.base+sent // offsets (from, to]
+		s.stats.Sent += to - from
+		s.stats.Resent += max(min(s.written, to)-from, 0)
+		s.written = max(s.written, to)
 		c.reported = sent
 	}
 	i := 0
@@ -173,6 +177,19 @@ func (s *Stream) reportSent(c *conn) {
 	}
 	c.deferred = c.deferred[:copy(c.deferred, c.deferred[i:])]
 	c.held.Store(len(c.deferred) > 0)
+	s.endIfDue(c)
+}
+
+// endIfDue reports a held end once nothing it waits for is left: the
+// messages before it were fed, or the sender stopped without reporting the
+// sends they wait for (which then never count). The caller holds s.mu.
+func (s *Stream) endIfDue(c *conn) {
+	if c.endHeld && !c.aborted && (len(c.deferred) == 0 || !c.sending) {
+		c.endHeld = false
+		c.deferred = nil
+		c.held.Store(false)
+		s.endNow(c, c.endErr)
+	}
 }
 
 // ended reports the end of a connection, unless the machine has already
@@ -181,6 +198,25 @@ func (s *Stream) ended(c *conn, err error) {
 	if c.aborted {
 		return
 	}
+	// Messages the server sent before the end may wait behind sends that
+	// have returned since: feed them first, or their acks are lost and
+	// the records they cover are sent again for nothing. If some still
+	// wait behind a send in progress, hold the end until the sender has
+	// reported it (a transport's Send returns once the connection ends).
+	s.reportSent(c)
+	if c.aborted || c.endHeld {
+		return
+	}
+	if len(c.deferred) > 0 && c.sending {
+		c.endHeld, c.endErr = true, err
+		return
+	}
+	s.endNow(c, err)
+}
+
+// endNow reports the end of a connection to the machine. The caller holds
+// s.mu.
+func (s *Stream) endNow(c *conn, err error) {
 	code := codeOf(err)
 	cause := err
 	var ce *core.ConnectionError
@@ -220,6 +256,7 @@ func (s *Stream) sendLoop(c *conn) {
 		batch := c.queue
 		c.queue = c.spare[:0]
 		c.spare = nil
+		c.sending = len(batch) > 0
 		s.mu.Unlock()
 
 		if len(batch) == 0 { // only the half-close is left
@@ -232,8 +269,14 @@ func (s *Stream) sendLoop(c *conn) {
 		}
 		for i := range batch {
 			if err := c.h.Send(batch[i]); err != nil {
+				// The connection has ended. Its end arrives through Recv
+				// too, after every message the server sent before it:
+				// the receiver reports it once those are delivered, so
+				// that no ack the server sent is lost (and its records
+				// sent again) because the sender saw the end first.
 				s.lock()
-				s.ended(c, err)
+				c.sending = false
+				s.endIfDue(c)
 				s.mu.Unlock()
 				return
 			}
@@ -246,6 +289,7 @@ func (s *Stream) sendLoop(c *conn) {
 			}
 		}
 		s.lock()
+		c.sending = false
 		s.reportSent(c)
 		clear(batch)
 		c.spare = batch[:0]

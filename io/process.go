@@ -53,14 +53,14 @@ func (s *Stream) apply(a *core.Action) {
 		s.opts.Observer.Completed(n, a.Reconciled)
 		s.cb.push(a.Offset, a.Last, nil)
 		signal(&s.progress)
-		signal(&s.space)
+		s.signalRoom()
 	case core.ActFail:
 		n := a.Last - a.Offset + 1
 		s.stats.Failed += n
 		s.opts.Observer.Failed(n)
 		s.cb.push(a.Offset, a.Last, a.Err)
 		signal(&s.progress)
-		signal(&s.space)
+		s.signalRoom()
 	case core.ActInvalidateCredentials:
 		s.t.InvalidateCredentials()
 	case core.ActFinished:
@@ -141,6 +141,19 @@ func (s *Stream) timerLoop() {
 		case <-s.done:
 			return
 		}
+	}
+}
+
+// signalRoom wakes the callers blocked on a full window once it has drained
+// below its low-water mark (7/8 of each limit), not on every completion: a
+// full window would otherwise wake every blocked producer once per ack, for
+// one call's worth of room each time. The caller holds s.mu.
+func (s *Stream) signalRoom() {
+	if s.space == nil {
+		return
+	}
+	if calls, bytes := s.m.Pending(); calls <= s.lowCalls && bytes <= s.lowBytes {
+		signal(&s.space)
 	}
 }
 

@@ -35,8 +35,8 @@ type Stream struct {
 	timerAt    core.Instant
 	timerArmed bool
 
-	handed int64 // highest offset ever handed to a sender: a send at or below it is a resend
-	stats  Stats
+	written int64 // highest offset ever reported sent: a send at or below it is a resend
+	stats   Stats
 
 	// progress and space are closed, and cleared, when waiters may have
 	// something to see: offsets completed or failed (progress), room in the
@@ -44,6 +44,10 @@ type Stream struct {
 	// waits, so the data path does not allocate.
 	progress chan struct{}
 	space    chan struct{}
+	// lowCalls and lowBytes are the window's low-water mark: a window that
+	// was full wakes its blocked callers once it has drained below both.
+	lowCalls int
+	lowBytes int64
 
 	openSeen bool          // opened has been closed
 	opened   chan struct{} // closed once the first open succeeds
@@ -74,17 +78,17 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		return nil, err
 	}
 	s := &Stream{
-		t:      t,
-		opts:   opts,
-		kind:   cfg.Kind,
-		rt:     cfg.RecordType,
-		epoch:  time.Now(),
-		m:      m,
-		conns:  make(map[core.ConnID]*conn),
-		timer:  time.NewTimer(time.Hour),
-		handed: core.NoOffset,
-		opened: make(chan struct{}),
-		done:   make(chan struct{}),
+		t:       t,
+		opts:    opts,
+		kind:    cfg.Kind,
+		rt:      cfg.RecordType,
+		epoch:   time.Now(),
+		m:       m,
+		conns:   make(map[core.ConnID]*conn),
+		timer:   time.NewTimer(time.Hour),
+		written: core.NoOffset,
+		opened:  make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	s.timer.Stop()
 	s.cb.init(s, opts)

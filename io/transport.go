@@ -66,7 +66,10 @@ type Call struct {
 // time.
 type Conn interface {
 	// Send writes one ingest call. It may block on flow control; it
-	// returns an error once the connection has ended.
+	// returns an error once the connection has ended, and must return
+	// promptly then. A Send error must end the connection: the driver
+	// learns the end from Recv, after every message the server sent
+	// before it, so that no ack is lost to the race between the two.
 	Send(c Call) error
 	// Recv blocks for the next server message, decoded. The connection's
 	// end is an error: io.EOF (or a *core.ConnectionError with CodeOK) for

@@ -156,4 +156,3 @@ func formatCounts(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
-

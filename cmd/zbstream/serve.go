@@ -2,11 +2,446 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/zbstream/zbstream/server"
 )
 
-// runServe is the serve command (not built yet).
+// Defaults of serve (and of the streams command, which talks to it).
+const (
+	defaultServeAddr  = "127.0.0.1:7443"
+	defaultAdminAddr  = "127.0.0.1:7444"
+	defaultEndpoint   = "http://" + defaultServeAddr
+	defaultAdminURL   = "http://" + defaultAdminAddr
+	boltLockTimeout   = time.Second
+	adminStopTimeout  = 2 * time.Second
+	adminReadTimeouts = 10 * time.Second
+)
+
+const serveSynopsis = `serve [flags]
+
+Runs the reference Zerobus-compatible server until Ctrl-C or SIGTERM, then
+stops gracefully (live calls commit what they received), closes the store
+and exits 0. It prints its endpoint (and admin URL) on stdout, logs to stderr.
+
+Authentication: each -token name:TOKEN:catalog.schema.table[,table...] ("*"
+for every table) adds a principal; -tokens-file reads the same, one a line.
+With no token the server is in open mode (no credentials, every table
+writable), which on an address other than loopback needs -open.
+
+Admin endpoint (for "zbstream streams"): read-only JSON over HTTP on -admin
+(default ` + defaultAdminAddr + `, "off" to disable): GET /v1/streams,
+/v1/streams/{id}, /v1/streams/{id}/records?from=OFFSET&limit=N. With tokens,
+it wants "Authorization: Bearer TOKEN" and shows a principal only its own
+streams. It speaks TLS when the server does.`
+
+// serveConfig is what the serve flags say.
+type serveConfig struct {
+	addr, admin      string
+	data, engine     string
+	tokens           tokenSpecs
+	tokensFile       string
+	open             bool
+	tlsCert, tlsKey  string
+	logLevel, logFmt string
+	opts             server.Options
+	receiveBudget    serveByteSize
+	maxMessage       serveByteSize
+	maxConcurrent    uint
+}
+
+func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
+	c := &serveConfig{receiveBudget: server.DefaultReceiveBudget, maxMessage: server.DefaultMaxMessageBytes}
+	fs := newFlags("serve", serveSynopsis, stderr)
+	fs.StringVar(&c.addr, "addr", defaultServeAddr, "`host:port` to serve gRPC on (port 0: any free port, printed)")
+	fs.StringVar(&c.admin, "admin", defaultAdminAddr, "`host:port` of the read-only admin HTTP endpoint, or \"off\"")
+	fs.StringVar(&c.data, "data", defaultDataDir(), "`directory` of the bolt engine's database (created if missing)")
+	fs.StringVar(&c.engine, "engine", "bolt", "storage `engine`: bolt (durable), memory (lost at exit) or ackonly (stores nothing, for benchmarks)")
+	fs.Var(&c.tokens, "token", "add a principal: `name:TOKEN:table[,table...]`, tables catalog.schema.table or \"*\" (all); repeatable")
+	fs.StringVar(&c.tokensFile, "tokens-file", "", "`file` of token specs, one a line (# comments), kept out of the process list")
+	fs.BoolVar(&c.open, "open", false, "open mode (no credentials) even on an address other than loopback")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with -tls-key the server speaks TLS")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")
+	fs.DurationVar(&c.opts.SessionAge, "rotate", 0, "rotate every connection after this `duration` with a close signal (0: never)")
+	fs.DurationVar(&c.opts.CloseGrace, "grace", 5*time.Second, "`duration` a rotation's close signal announces before the call ends")
+	fs.BoolVar(&c.opts.StrictDuplicates, "strict-duplicates", false, "compare every resent record with the stored one; refuse a different payload")
+	fs.DurationVar(&c.opts.FirstMessageTimeout, "first-message-timeout", server.DefaultFirstMessageTimeout, "end a call that sends no first message within this `duration`")
+	fs.DurationVar(&c.opts.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "rotate an opened stream idle for this `duration`")
+	fs.UintVar(&c.maxConcurrent, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "`n` concurrent calls per HTTP/2 connection")
+	fs.IntVar(&c.opts.MaxConnectionsPerPrincipal, "max-connections-per-principal", server.DefaultMaxConnectionsPerPrincipal, "`n` concurrent stream calls per principal")
+	fs.Var(&c.receiveBudget, "receive-budget", "server-wide `bytes` of received requests queued before reading pauses (e.g. 256MiB)")
+	fs.Var(&c.maxMessage, "max-message-bytes", "largest request message accepted, in `bytes` (e.g. 10MiB)")
+	fs.DurationVar(&c.opts.KeepaliveMinTime, "keepalive-min-time", server.DefaultKeepaliveMinTime, "shortest `interval` between client pings tolerated")
+	fs.DurationVar(&c.opts.KeepaliveTime, "keepalive-time", server.DefaultKeepaliveTime, "ping a transport silent for this `duration`")
+	fs.DurationVar(&c.opts.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a transport whose ping is not answered within this `duration`")
+	fs.DurationVar(&c.opts.StopGrace, "stop-grace", 5*time.Second, "at Ctrl-C, the `duration` live calls get to end before they are cut")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&c.logFmt, "log-format", "text", "log `format` on stderr: text or json")
+	return fs, c
+}
+
+// defaultDataDir is the bolt directory used without -data: zbstream/server
+// under the user's cache directory ("" if there is none: -data is then
+// required).
+func defaultDataDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "zbstream", "server")
+}
+
+// runServe is the serve command.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("serve: not built yet")
+	fs, c := serveFlags(stderr)
+	if err := parseFlags(fs, args, false); err != nil {
+		return err
+	}
+	log, err := serveLogger(stderr, c.logLevel, c.logFmt)
+	if err != nil {
+		return err
+	}
+	auth, tokens, err := c.check()
+	if err != nil {
+		return err
+	}
+	opts := c.opts
+	opts.Auth, opts.Logger = auth, log
+	opts.MaxMessageBytes = int(c.maxMessage)
+	opts.ReceiveBudget = int64(c.receiveBudget)
+	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
+	var tlsConf *tls.Config
+	if c.tlsCert != "" {
+		if tlsConf, err = loadServeTLS(c.tlsCert, c.tlsKey); err != nil {
+			return err
+		}
+		opts.TLS = tlsConf
+	}
+
+	var store server.Store
+	switch c.engine {
+	case "bolt":
+		bs, err := openBolt(c.data)
+		if err != nil {
+			return err
+		}
+		store = bs
+	case "memory":
+		store = server.NewMemoryStore()
+	case "ackonly":
+		opts.Engine = server.EngineAckOnly
+	}
+	if store != nil {
+		opts.Store = store
+		defer store.Close() // after the server has stopped
+	}
+	srv, err := server.New(opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop() // idempotent: a no-op after the graceful stop below
+
+	lis, err := serveListen("server", c.addr)
+	if err != nil {
+		return err
+	}
+	var adminLis net.Listener
+	if c.admin != "off" && c.admin != "" {
+		if adminLis, err = serveListen("admin endpoint", c.admin); err != nil {
+			lis.Close()
+			return err
+		}
+	}
+
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	if tlsConf == nil && len(tokens) > 0 {
+		for _, a := range []string{c.addr, c.admin} {
+			if a != "off" && a != "" && !isLoopbackAddr(a) {
+				log.Warn("bearer tokens travel in plaintext on a non-loopback address: use -tls-cert/-tls-key", "addr", a)
+			}
+		}
+	}
+	log.Info("zbstream server listening", "addr", lis.Addr().String(), "engine", c.engine, "data", dataLog(c),
+		"tls", tlsConf != nil, "auth", authLog(tokens), "strict_duplicates", opts.StrictDuplicates,
+		"rotate", opts.SessionAge)
+	fmt.Fprintf(stdout, "endpoint: %s://%s\n", scheme, lis.Addr())
+
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { errc <- srv.Serve(lis) })
+	var admin *http.Server
+	if adminLis != nil {
+		admin = &http.Server{
+			Handler:           newAdminHandler(srv.Store(), tokens, log),
+			ReadHeaderTimeout: adminReadTimeouts,
+			ReadTimeout:       adminReadTimeouts,
+			IdleTimeout:       time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		if tlsConf != nil {
+			admin.TLSConfig = tlsConf.Clone()
+			adminLis = tls.NewListener(adminLis, admin.TLSConfig)
+		}
+		log.Info("admin endpoint listening", "addr", adminLis.Addr().String())
+		fmt.Fprintf(stdout, "admin: %s://%s\n", scheme, adminLis.Addr())
+		wg.Go(func() {
+			if err := admin.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("admin endpoint: %w", err)
+			}
+		})
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: finishing live calls (Ctrl-C again to cut them)", "grace", opts.StopGrace)
+		// A second signal cuts the live calls at once; nothing acknowledged
+		// is lost either way.
+		force := make(chan os.Signal, 1)
+		signal.Notify(force, os.Interrupt, syscall.SIGTERM)
+		stopped := make(chan struct{})
+		defer func() { signal.Stop(force); close(stopped) }()
+		go func() {
+			select {
+			case <-force:
+				log.Warn("second signal: cutting live calls")
+				srv.Stop()
+			case <-stopped:
+			}
+		}()
+	case serveErr = <-errc:
+		log.Error("server failed", "err", serveErr)
+	}
+	if admin != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), adminStopTimeout)
+		if err := admin.Shutdown(sctx); err != nil {
+			admin.Close()
+		}
+		cancel()
+	}
+	srv.GracefulStop()
+	if store != nil {
+		if err := store.Close(); err != nil && serveErr == nil {
+			serveErr = fmt.Errorf("close store: %w", err)
+		}
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// check validates the flags together and builds the authentication.
+func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
+	switch c.engine {
+	case "bolt":
+		if c.data == "" {
+			return nil, nil, usageErr("-engine bolt needs -data DIR (no user cache directory to default to)")
+		}
+	case "memory", "ackonly":
+	case "ack-only":
+		c.engine = "ackonly"
+	default:
+		return nil, nil, usageErr("-engine %q: want bolt, memory or ackonly", c.engine)
+	}
+	if err := checkHostPort("-addr", c.addr); err != nil {
+		return nil, nil, err
+	}
+	if c.admin != "off" && c.admin != "" {
+		if err := checkHostPort("-admin", c.admin); err != nil {
+			return nil, nil, err
+		}
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return nil, nil, usageErr("-tls-cert and -tls-key go together")
+	}
+	switch {
+	case c.opts.SessionAge < 0, c.opts.CloseGrace < 0, c.opts.FirstMessageTimeout < 0, c.opts.IdleTimeout < 0, c.opts.StopGrace < 0,
+		c.opts.KeepaliveMinTime < 0, c.opts.KeepaliveTime < 0, c.opts.KeepaliveTimeout < 0:
+		return nil, nil, usageErr("durations must not be negative")
+	case c.opts.MaxConnectionsPerPrincipal < 0:
+		return nil, nil, usageErr("-max-connections-per-principal must not be negative")
+	case c.maxConcurrent > 1<<31-1:
+		return nil, nil, usageErr("-max-concurrent-streams %d is too large", c.maxConcurrent)
+	case c.opts.SessionAge > 0 && c.opts.CloseGrace >= c.opts.SessionAge:
+		return nil, nil, usageErr("-grace %v must be shorter than -rotate %v", c.opts.CloseGrace, c.opts.SessionAge)
+	}
+	tokens, err := buildTokens(c.tokens, c.tokensFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(tokens) > 0 {
+		if c.open {
+			return nil, nil, usageErr("-open and -token/-tokens-file exclude each other")
+		}
+		return server.NewAuth(tokens), tokens, nil
+	}
+	if !c.open {
+		for _, a := range []struct{ flag, addr string }{{"-addr", c.addr}, {"-admin", c.admin}} {
+			if a.addr != "off" && a.addr != "" && !isLoopbackAddr(a.addr) {
+				return nil, nil, usageErr("no -token: open mode on %s %s (not loopback) needs -open", a.flag, a.addr)
+			}
+		}
+	}
+	return nil, nil, nil
+}
+
+// checkHostPort refuses an address net.Listen would not take.
+func checkHostPort(flagName, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usageErr("%s %q: want host:port (%v)", flagName, addr, err)
+	}
+	return nil
+}
+
+// isLoopbackAddr reports whether host:port names a loopback host.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// listen opens a TCP listener with a clear error for a port in use.
+func serveListen(what, addr string) (net.Listener, error) {
+	lis, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s: address %s is already in use (another zbstream serve? pick another with -addr/-admin, port 0 for any)", what, addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)
+	}
+	return lis, nil
+}
+
+// loadServeTLS loads the key pair; a missing or bad file is an input error.
+func loadServeTLS(cert, key string) (*tls.Config, error) {
+	for _, f := range []string{cert, key} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, withCode(exitInput, fmt.Errorf("TLS: %w", err))
+		}
+	}
+	conf, err := server.LoadTLS(cert, key)
+	if err != nil {
+		return nil, withCode(exitInput, fmt.Errorf("TLS certificate %s / key %s: %w", cert, key, err))
+	}
+	return conf, nil
+}
+
+// openBolt opens the durable store, failing fast with a clear message when
+// another process holds it.
+func openBolt(dir string) (*server.BoltStore, error) {
+	st, err := server.OpenBoltStore(dir, server.WithBoltLockTimeout(boltLockTimeout))
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("data directory %s is in use by another process (a running zbstream serve?): its database is locked", dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageErr("-log-level %q: want debug, info, warn or error", level)
+	}
+	ho := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return nil, usageErr("-log-format %q: want text or json", format)
+}
+
+func dataLog(c *serveConfig) string {
+	if c.engine == "bolt" {
+		return c.data
+	}
+	return "(none)"
+}
+
+func authLog(t tokenTable) string {
+	if len(t) == 0 {
+		return "open"
+	}
+	return fmt.Sprintf("%d token(s)", len(t))
+}
+
+// serveByteSize is a flag of bytes with an optional unit: 1024, 64KiB, 10MiB,
+// 1GB.
+type serveByteSize int64
+
+func (b *serveByteSize) String() string { return formatServeBytes(int64(*b)) }
+
+func (b *serveByteSize) Set(s string) error {
+	v, err := parseServeBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = serveByteSize(v)
+	return nil
+}
+
+var serveByteUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
+}
+
+func parseServeBytes(s string) (int64, error) {
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range serveByteUnits {
+		if strings.HasSuffix(strings.ToUpper(num), strings.ToUpper(u.suffix)) {
+			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	var n int64
+	if _, err := fmt.Sscan(num, &n); err != nil || fmt.Sprint(n) != num || n <= 0 {
+		return 0, fmt.Errorf("%q: want a positive number of bytes, e.g. 1048576 or 10MiB", s)
+	}
+	if n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return n * mult, nil
+}
+
+func formatServeBytes(n int64) string {
+	for _, u := range serveByteUnits[:3] {
+		if n >= u.mult && n%u.mult == 0 && n/u.mult < 1024 {
+			return fmt.Sprintf("%d%s", n/u.mult, u.suffix)
+		}
+	}
+	return fmt.Sprint(n)
 }

@@ -37,3 +37,38 @@ func BenchmarkAckOnlySendRecv(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAckOnlyPipelined sends from one goroutine and reads acks in
+// another, as a driver does (its figure includes goroutine wake-ups).
+func BenchmarkAckOnlyPipelined(b *testing.B) {
+	srv := memtransport.NewServer(memtransport.Options{AckOnly: true})
+	c, err := srv.Transport().Open(context.Background(), streamio.OpenRequest{Kind: core.Persistent, RecordType: core.RecordJSON})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Abort()
+	if _, err := c.Recv(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for last := int64(-1); last < int64(b.N)-1; {
+			r, err := c.Recv()
+			if err != nil {
+				return
+			}
+			last = r.Offset
+		}
+	}()
+	call := streamio.Call{Record: []byte(`{"a":1}`)}
+	for i := range b.N {
+		call.Wire = int64(i)
+		if err := c.Send(call); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+}

@@ -2,19 +2,12 @@ package memtransport
 
 import (
 	"context"
-	"errors"
-	stdio "io"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
-)
-
-var (
-	errAborted   = &core.ConnectionError{Code: core.CodeCanceled, Err: errors.New("memtransport: connection aborted")}
-	errSendAfter = connError(core.CodeInternal, "Send called after CloseSend")
 )
 
 // conn is one connection: the client's end (the streamio.Conn methods)
@@ -43,10 +36,11 @@ type conn struct {
 	left    atomic.Bool // gone is closed
 	over    atomic.Bool // ended is closed
 	delayed atomic.Bool
-	stopped atomic.Bool // end was called: the server reads no more calls
-	outMu   sync.Mutex  // held while emitting in order
-	pending []outItem   // guarded by mu
-	seq     uint64      // numbering of pending items, guarded by mu
+	stopped atomic.Bool   // end was called: the server reads no more calls
+	outLock chan struct{} // held (full) while emitting in order: a lock synctest sees as blocking
+	space   chan struct{} // signalled when a pending item leaves
+	pending []outItem     // guarded by mu
+	seq     uint64        // numbering of pending items, guarded by mu
 
 	// Server state of the connection, used by the sender goroutine (and
 	// set up by Open before it returns).
@@ -78,118 +72,30 @@ func (s *Server) newConn(ctx context.Context, kind core.Kind) *conn {
 	c := &conn{
 		srv: s, kind: kind,
 		q: make(chan core.Response, s.opts.QueueSize), ended: make(chan struct{}), gone: make(chan struct{}),
+		outLock: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		told: core.NoOffset, maxRecv: core.NoOffset, lastAck: core.NoOffset,
 	}
+	s.mu.Lock()
+	s.live[c] = struct{}{}
+	s.mu.Unlock()
 	c.mu.Lock()
 	c.stopCtx = context.AfterFunc(ctx, func() { c.leave(ctxError(ctx)) })
 	c.mu.Unlock()
 	return c
 }
 
-func ctxError(ctx context.Context) error {
-	err := ctx.Err()
-	code := core.CodeCanceled
-	if errors.Is(err, context.DeadlineExceeded) {
-		code = core.CodeDeadlineExceeded
-	}
-	return &core.ConnectionError{Code: code, Err: err}
-}
-
-// emit queues one server message for Recv, blocking while the queue is
-// full, until the connection ends.
-func (c *conn) emit(r core.Response) {
-	select {
-	case c.q <- r: // the common case, without the cost of a full select
-		return
-	default:
-	}
-	select {
-	case c.q <- r:
-	case <-c.ended:
-	}
-}
-
-// out sends r in order, delay after now when delay > 0.
-func (c *conn) out(r core.Response, delay time.Duration) {
-	if delay <= 0 && !c.delayed.Load() {
-		c.emit(r)
-		return
-	}
-	c.delayed.Store(true)
-	c.mu.Lock()
-	if c.endErr != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.seq++
-	it := outItem{seq: c.seq, resp: r, due: delay <= 0}
-	if delay > 0 {
-		seq := it.seq
-		it.timer = time.AfterFunc(delay, func() { c.markDue(seq) })
-	}
-	c.pending = append(c.pending, it)
-	c.mu.Unlock()
-	c.flush()
-}
-
-// end ends the call gracefully with err (nil: a clean end, io.EOF), after
-// the messages queued before.
-func (c *conn) end(err error) {
-	if err == nil {
-		err = stdio.EOF
-	}
-	c.stopped.Store(true)
-	if !c.delayed.Load() {
-		c.finish(err)
-		return
-	}
-	c.mu.Lock()
-	c.seq++
-	c.pending = append(c.pending, outItem{seq: c.seq, due: true, end: true, err: err})
-	c.mu.Unlock()
-	c.flush()
-}
-
-// markDue is the timer of the delayed item seq.
-func (c *conn) markDue(seq uint64) {
-	c.mu.Lock()
-	for i := range c.pending {
-		if c.pending[i].seq == seq {
-			c.pending[i].due = true
-		}
-	}
-	c.mu.Unlock()
-	c.flush()
-}
-
-// flush emits the pending items, in order, up to the first that is not
-// due yet.
-func (c *conn) flush() {
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	for {
-		c.mu.Lock()
-		if len(c.pending) == 0 || c.endErr != nil || !c.pending[0].due {
-			c.mu.Unlock()
-			return
-		}
-		it := c.pending[0]
-		c.pending = c.pending[1:]
-		c.mu.Unlock()
-		if it.end {
-			c.finish(it.err)
-			return
-		}
-		c.emit(it.resp)
-	}
-}
-
 // finish ends the connection at once with err, if it has not ended yet.
 func (c *conn) finish(err error) {
+	if c.finishLocked(err) {
+		c.srv.forget(c)
+	}
+}
+
+func (c *conn) finishLocked(err error) (first bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.endErr != nil {
-		return
+		return false
 	}
 	c.endErr = err
 	c.over.Store(true)
@@ -206,6 +112,7 @@ func (c *conn) finish(err error) {
 	if c.stopCtx != nil {
 		c.stopCtx()
 	}
+	return true
 }
 
 // leave is the client's end (Abort or the context): the connection ends

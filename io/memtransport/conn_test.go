@@ -66,7 +66,7 @@ func TestAbortUnblocksSend(t *testing.T) {
 		default:
 		}
 		c.Abort()
-		<-done // the call was received; its ack could not be queued
+		wantCode(t, <-done, core.CodeCanceled)
 		wantEnd(t, c, core.CodeCanceled)
 	})
 }
@@ -143,5 +143,39 @@ func TestCompletedConnectionLeavesNothing(t *testing.T) {
 		cancel()
 		synctest.Wait()
 		wantEnd(t, c, core.CodeOK) // the end does not change
+	})
+}
+
+// With delayed acks and a client that does not read, a blocked Send is
+// durably blocked: virtual time goes on, so a timeout of the client (here
+// an Abort after a minute) can fire and unblock it.
+func TestBlockedSendLetsVirtualTimeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memtransport.NewServer(memtransport.Options{QueueSize: 1})
+		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+		c, _ := openStream(t, srv, ephemeral)
+		time.AfterFunc(time.Minute, c.Abort)
+		start := time.Now()
+		for i := int64(0); c.Send(streamCall(i)) == nil; i++ {
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("Send unblocked after %v", d)
+		}
+	})
+}
+
+func TestFenceUnblocksSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memtransport.NewServer(memtransport.Options{QueueSize: 2})
+		c, r := openStream(t, srv, persistent)
+		send(t, c, 0, "a")
+		send(t, c, 1, "b")
+		done := make(chan error)
+		go func() { done <- c.Send(streamCall(2)) }()
+		synctest.Wait()
+		openStream(t, srv, resumeOf(r.StreamID))
+		wantCode(t, <-done, core.CodeAborted)
+		wantAcks(t, c, 0, 1)
+		wantEnd(t, c, core.CodeAborted)
 	})
 }

@@ -19,9 +19,16 @@
 // synchronously in the caller's goroutine and queues its ack. Each
 // connection has a bounded queue of responses: Send blocks when the
 // client does not read, as gRPC flow control does. Responses queued
-// before the call's end are read before the end itself. Errors are
-// *core.ConnectionError values carrying the status code a gRPC server
-// would send; a clean end of the call is io.EOF.
+// before the call's end are read before the end itself. Abort, or the end
+// of the context given to Open, ends the connection at once instead: a
+// blocked Send or Recv returns CodeCanceled (or CodeDeadlineExceeded).
+// Errors are *core.ConnectionError values carrying the status code a gRPC
+// server would send; a clean end of the call is io.EOF. The server copies
+// the payloads it stores; it never keeps the caller's slices.
+//
+// Read-back (Streams, Stream, Watermark, Batches, Records, Stats) shows
+// what the server holds at any time; DropConnections simulates a restart
+// (every live connection ends UNAVAILABLE, the log stays).
 //
 // Ephemeral: every create makes a new stream; wire offsets start at 0 on
 // every connection and each call must carry the next one (else

@@ -42,7 +42,8 @@ const (
 	FaultDrop
 	// FaultCommitThenDrop stores call After and then ends the connection
 	// with Code (default UNAVAILABLE) without acknowledging it: the
-	// lost-ack race a persistent resume reconciles.
+	// lost-ack race a persistent resume reconciles. After = 0 drops the
+	// connection right after the open response.
 	FaultCommitThenDrop
 	// FaultLoseAcks does not send the acks of calls from After on, one ack
 	// per act (Count acks in all). The calls are stored; the next ack that
@@ -61,8 +62,10 @@ const (
 	// then ends the call cleanly (io.EOF); without a duration, or on a
 	// persistent stream, it ends the call right after the signal.
 	FaultCloseSignal
-	// FaultAckAbove replaces one ack by one above the highest offset
-	// received on the connection.
+	// FaultAckAbove replaces one ack by one Above (default 1) above the
+	// highest offset received on the connection. A client that pipelines
+	// may have sent more by the time it reads the ack: choose Above past
+	// what it can have sent to be sure it sees a violation.
 	FaultAckAbove
 	// FaultAckBelowFloor replaces one ack by one below the previous ack
 	// sent on the connection (or below the open's watermark).
@@ -95,6 +98,7 @@ var faultNames = [...]string{
 	FaultCreateWithoutID: "CreateWithoutID", FaultWrongOpenResponse: "WrongOpenResponse",
 }
 
+// String returns the kind's name without the Fault prefix ("Drop").
 func (k FaultKind) String() string {
 	if int(k) < len(faultNames) && faultNames[k] != "" {
 		return faultNames[k]
@@ -141,6 +145,9 @@ type Fault struct {
 	NoDuration bool
 	// Watermark is the last_committed_offset ResumeWatermark answers.
 	Watermark int64
+	// Above is how far above the highest offset received AckAbove acks
+	// (default 1).
+	Above int64
 }
 
 func (f Fault) code() core.Code {

@@ -1,6 +1,7 @@
 package memtransport_test
 
 import (
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -220,4 +221,14 @@ func TestFaultCloseSignalGraceEndsEarlyOnCloseSend(t *testing.T) {
 		}
 		wantEnd(t, c, core.CodeOK)
 	})
+}
+
+func TestFaultAckAboveDistance(t *testing.T) {
+	srv := memtransport.NewServer(memtransport.Options{})
+	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: 100})
+	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: math.MaxInt64})
+	c, _ := openStream(t, srv, ephemeral)
+	send(t, c, 0, "a")
+	send(t, c, 1, "b")
+	wantAcks(t, c, 100, math.MaxInt64)
 }

@@ -116,3 +116,30 @@ func TestAckOnlySendRecvDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+func TestDropConnections(t *testing.T) {
+	srv := memtransport.NewServer(memtransport.Options{})
+	ce, _ := openStream(t, srv, ephemeral)
+	cp, rp := openStream(t, srv, persistent)
+	srv.Inject(memtransport.Fault{Kind: memtransport.FaultHangOpen})
+	ch := open(t, srv, persistent)
+	ended, _ := openStream(t, srv, ephemeral)
+	ended.Abort()
+	send(t, cp, 0, "a")
+	if n := srv.DropConnections(0); n != 3 {
+		t.Fatalf("dropped %d connections, want 3", n)
+	}
+	wantEnd(t, ce, core.CodeUnavailable)
+	wantAck(t, cp, 0)
+	wantEnd(t, cp, core.CodeUnavailable)
+	wantEnd(t, ch, core.CodeUnavailable)
+	if n := srv.DropConnections(core.CodeInternal); n != 0 {
+		t.Fatalf("dropped %d connections again", n)
+	}
+	c, r := openStream(t, srv, resumeOf(rp.StreamID))
+	if r.Offset != 0 || !r.HasOffset {
+		t.Fatalf("resume after the restart answered %+v", r)
+	}
+	send(t, c, 1, "b")
+	wantAck(t, c, 1)
+}

@@ -12,9 +12,10 @@ import (
 // Send delivers one ingest call to the server, which handles it before
 // Send returns: it checks the offset, stores the records and queues the
 // cumulative ack. A call the server refuses (an offset out of range, say)
-// ends the connection; its status arrives through Recv. Send blocks while
-// the response queue is full, and returns the connection's end once it
-// has ended.
+// ends the connection; its status arrives through Recv, and Send returns
+// nil, as the message was written. Send blocks while the response queue
+// is full; it returns the connection's end once the connection has ended
+// (an Abort unblocks it with CodeCanceled).
 func (c *conn) Send(call streamio.Call) error {
 	if c.sendClosed {
 		return errSendAfter
@@ -46,6 +47,11 @@ func (c *conn) Send(call streamio.Call) error {
 		return nil
 	}
 	c.ack(ack)
+	if c.over.Load() {
+		// Aborted or fenced meanwhile (while the queue was full, say): the
+		// call was received, but the connection is gone.
+		return c.err()
+	}
 	if hit {
 		c.act(f)
 	}
@@ -162,9 +168,7 @@ func (c *conn) ack(v int64) {
 		switch f.Kind {
 		case FaultAckAbove:
 			r.Offset = max(c.maxRecv, v)
-			if r.Offset < math.MaxInt64 {
-				r.Offset++
-			}
+			r.Offset += min(max(f.Above, 1), math.MaxInt64-r.Offset) // saturating
 		case FaultAckBelowFloor:
 			r.Offset = min(c.lastAck, v) - 1
 		default: // FaultAckWithoutOffset

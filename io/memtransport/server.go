@@ -1,12 +1,9 @@
 package memtransport
 
 import (
-	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/zbstream/zbstream/core"
-	streamio "github.com/zbstream/zbstream/io"
 )
 
 // DefaultQueueSize is the capacity of a connection's response queue when
@@ -48,6 +45,7 @@ type Server struct {
 	streams   map[string]*stream
 	order     []*stream // creation order
 	byRequest map[string]*stream
+	live      map[*conn]struct{} // connections not ended yet
 	nextID    int
 }
 
@@ -56,7 +54,8 @@ func NewServer(opts Options) *Server {
 	if opts.QueueSize <= 0 {
 		opts.QueueSize = DefaultQueueSize
 	}
-	return &Server{opts: opts, streams: map[string]*stream{}, byRequest: map[string]*stream{}}
+	return &Server{opts: opts, streams: map[string]*stream{}, byRequest: map[string]*stream{},
+		live: map[*conn]struct{}{}}
 }
 
 // Inject arms a fault; see FaultKind for what each kind does. It acts on
@@ -65,67 +64,30 @@ func NewServer(opts Options) *Server {
 // through the returned handle.
 func (s *Server) Inject(f Fault) *FaultHandle { return s.faults.add(f) }
 
-// Transport returns a transport whose connections reach this server.
-// Every call returns an equivalent transport.
-func (s *Server) Transport() streamio.Transport { return transport{s} }
-
-// transport is the client side of a Server.
-type transport struct{ s *Server }
-
-var _ streamio.Transport = transport{}
-
-// Open starts a connection: it performs the handshake synchronously and
-// queues the answer (or the status that ends the call) for Recv.
-func (t transport) Open(ctx context.Context, req streamio.OpenRequest) (streamio.Conn, error) {
-	return t.s.open(ctx, req)
-}
-
-// InvalidateCredentials counts the call (Stats.CredentialInvalidations);
-// the in-memory server has no credentials.
-func (t transport) InvalidateCredentials() { t.s.stats.invalidations.Add(1) }
-
-// Stats are a Server's counters since it was created.
-type Stats struct {
-	// Opens counts calls of Transport.Open, failed ones included.
-	Opens int64
-	// Creates and Resumes count the handshakes the server accepted (a
-	// repeated idempotent create counts as a create).
-	Creates int64
-	Resumes int64
-	// Calls counts ingest calls received on open connections.
-	Calls int64
-	// Stored counts the ingest calls stored, Records the records in them
-	// (both stay 0 in ack-only mode). A duplicate call is not stored again.
-	Stored  int64
-	Records int64
-	// CredentialInvalidations counts calls of
-	// Transport.InvalidateCredentials.
-	CredentialInvalidations int64
-}
-
-type counters struct {
-	opens, creates, resumes, calls, stored, records, invalidations atomic.Int64
-}
-
-// Stats returns the server's counters.
-func (s *Server) Stats() Stats {
-	c := &s.stats
-	return Stats{
-		Opens: c.opens.Load(), Creates: c.creates.Load(), Resumes: c.resumes.Load(),
-		Calls: c.calls.Load(), Stored: c.stored.Load(), Records: c.records.Load(),
-		CredentialInvalidations: c.invalidations.Load(),
+// DropConnections ends every live connection at once with code (default
+// CodeUnavailable), as a server restart would: responses not queued yet
+// are lost, streams and their logs are kept. It returns how many
+// connections it ended.
+func (s *Server) DropConnections(code core.Code) int {
+	if code == core.CodeOK {
+		code = core.CodeUnavailable
 	}
+	s.mu.Lock()
+	live := make([]*conn, 0, len(s.live))
+	for c := range s.live {
+		live = append(live, c)
+	}
+	s.mu.Unlock()
+	err := connError(code, "server restarted")
+	for _, c := range live {
+		c.finish(err)
+	}
+	return len(live)
 }
 
-// connError is the *core.ConnectionError of a status.
-func connError(code core.Code, msg string) error {
-	return &core.ConnectionError{Code: code, Err: statusError{code, msg}}
+// forget drops an ended connection from the live set.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, c)
 }
-
-// statusError is the message of a status, as a gRPC status error reads.
-type statusError struct {
-	code core.Code
-	msg  string
-}
-
-func (e statusError) Error() string { return "memtransport: " + e.code.String() + ": " + e.msg }

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildCommand builds the zbstream binary into a temporary directory: the
+// demo's child processes are the same binary, so it must run as itself.
+func buildCommand(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "zbstream")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on PATH to build the demo with")
+	}
+	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestDemo runs the demo at a small size, with its server and client
+// SIGKILLs, and checks its verification: exactly-once for persistent
+// streams, at-least-once for ephemeral ones.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and starts processes")
+	}
+	bin := buildCommand(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"persistent", []string{"demo", "-records", "20000", "-fault-every", "40", "-kill-server", "2", "-kill-client", "2"},
+			[]string{"duplicates 0, lost 0", "verified: exactly-once", "server SIGKILL 2", "client SIGKILL 2"}},
+		{"ephemeral", []string{"demo", "-records", "20000", "-fault-every", "40", "-ephemeral"},
+			[]string{", lost 0", "verified: at-least-once", "server SIGKILL 1", "client SIGKILL 1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("demo: %v\n%s", err, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestDemoBadFlags: bad flags are usage errors (exit 2) with a message.
+func TestDemoBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"demo", "-records", "0"},
+		{"demo", "-record-size", "1"},
+		{"demo", "-batch", "-3"},
+		{"demo", "-nope"},
+		{"demo", "extra"},
+	} {
+		var out bytes.Buffer
+		if code := run(t.Context(), args, &out, &out); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out.String())
+		}
+		if out.Len() == 0 {
+			t.Errorf("%v: no message", args)
+		}
+	}
+	var out bytes.Buffer
+	if code := run(t.Context(), []string{"demo", "-h"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "-records") {
+		t.Errorf("demo -h: exit %d\n%s", code, out.String())
+	}
+}

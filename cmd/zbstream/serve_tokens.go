@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/server"
+)
+
+// tokenSpecs is the repeatable -token flag: name:TOKEN:table[,table...].
+type tokenSpecs []string
+
+func (t *tokenSpecs) String() string { return fmt.Sprintf("%d token(s)", len(*t)) }
+
+func (t *tokenSpecs) Set(v string) error {
+	*t = append(*t, v)
+	return nil
+}
+
+// tokenTable maps bearer tokens to principals; it is what the server's Auth
+// is built from and what the admin endpoint authenticates with.
+type tokenTable map[string]server.Principal
+
+// parseTokenSpec parses name:TOKEN:table[,table...]. The name is before the
+// first colon and the tables after the last, so a token may contain
+// colons; "*" grants every table. Errors never repeat the token.
+func parseTokenSpec(spec string) (token string, p server.Principal, err error) {
+	first := strings.Index(spec, ":")
+	last := strings.LastIndex(spec, ":")
+	if first < 0 || first == last {
+		return "", p, errors.New("want name:TOKEN:catalog.schema.table[,table...]")
+	}
+	name, token, tables := strings.TrimSpace(spec[:first]), spec[first+1:last], spec[last+1:]
+	switch {
+	case name == "":
+		return "", p, errors.New("empty principal name (want name:TOKEN:tables)")
+	case strings.TrimSpace(token) == "":
+		return "", p, fmt.Errorf("principal %q: empty token", name)
+	case strings.TrimSpace(token) != token || strings.ContainsAny(token, " \t\r\n"):
+		return "", p, fmt.Errorf("principal %q: the token contains white space", name)
+	case strings.TrimSpace(tables) == "":
+		return "", p, fmt.Errorf("principal %q: no table (want catalog.schema.table[,table...] or *)", name)
+	}
+	p.Name = name
+	for _, tab := range strings.Split(tables, ",") {
+		tab = strings.TrimSpace(tab)
+		if tab != server.AllTables {
+			if err := grpcio.CheckTable(tab); err != nil {
+				return "", server.Principal{}, fmt.Errorf("principal %q: table %q is not catalog.schema.table (or *)", name, tab)
+			}
+		}
+		p.Tables = append(p.Tables, tab)
+	}
+	return token, p, nil
+}
+
+// buildTokens parses the -token specs and the lines of the tokens file (if
+// any; blank lines and lines starting with # are skipped).
+func buildTokens(specs []string, file string) (tokenTable, error) {
+	type src struct{ where, spec string }
+	var all []src
+	for i, s := range specs {
+		all = append(all, src{fmt.Sprintf("-token #%d", i+1), s})
+	}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, withCode(exitInput, fmt.Errorf("tokens file: %w", err))
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for n := 1; sc.Scan(); n++ {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			all = append(all, src{fmt.Sprintf("%s:%d", file, n), line})
+		}
+		if err := sc.Err(); err != nil {
+			return nil, withCode(exitInput, fmt.Errorf("tokens file %s: %w", file, err))
+		}
+	}
+	tokens := tokenTable{}
+	for _, s := range all {
+		tok, p, err := parseTokenSpec(s.spec)
+		if err != nil {
+			code := exitUsage
+			if !strings.HasPrefix(s.where, "-token") {
+				code = exitInput
+			}
+			return nil, withCode(code, fmt.Errorf("%s: %w", s.where, err))
+		}
+		if _, dup := tokens[tok]; dup {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: principal %q: the same token is given twice", s.where, p.Name))
+		}
+		tokens[tok] = p
+	}
+	return tokens, nil
+}
+
+// lookup returns the principal of a bearer token.
+func (t tokenTable) lookup(token string) (server.Principal, bool) {
+	p, ok := t[token]
+	return p, ok
+}
