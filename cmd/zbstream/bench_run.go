@@ -133,43 +133,54 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 	if cfg.batch > 1 {
 		modes = append(modes, cfg.batch)
 	}
-	total := len(cfg.sizes) * len(modes) * cfg.runs * 2
-	fmt.Fprintf(stderr, "zbstream bench: %d cells x %d runs x 2 clients x %s: about %s\n",
-		len(cfg.sizes)*len(modes), cfg.runs, cfg.duration, (time.Duration(total) * cfg.duration).Round(time.Second))
+	cells := len(cfg.sizes) * len(modes)
+	total := time.Duration(cells*2) * (time.Duration(cfg.runs)*cfg.duration + max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond)))
+	fmt.Fprintf(stderr, "zbstream bench: %d cells x (a warm-up + %d runs) x 2 clients x %s: about %s\n",
+		cells, cfg.runs, cfg.duration, total.Round(time.Second))
 	for _, size := range cfg.sizes {
 		for _, batch := range modes {
 			cell := benchCell{Size: size, Batch: batch}
-			for run := range cfg.runs {
+			// A short warm-up of each client, stopped by the clock (see
+			// benchStop), estimates its rate; it is not counted. Each run
+			// then makes as many calls as the best rate so far makes in
+			// the duration, like testing.B's b.N, so that it lasts about
+			// the duration until its last ack however much a client
+			// buffers, and runs of both clients are alike in length.
+			est := map[bool]float64{}
+			for run := -1; run < cfg.runs; run++ {
 				// Interleaved, the first client alternating, so that both
 				// see the same conditions on a noisy machine.
 				order := []bool{run%2 == 0, run%2 != 0} // true: zbstream
 				for _, zb := range order {
-					// The first run stops by the clock (see benchStop);
-					// the next ones make as many calls as the best rate so
-					// far makes in the duration, like testing.B's b.N, so
-					// that each lasts about the duration until its last
-					// ack, however much a client buffers.
-					best := cell.Raw
-					if zb {
-						best = cell.Zbstream
+					var calls int64
+					d := cfg.duration
+					if run < 0 {
+						d = max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond))
+					} else {
+						calls = max(int64(est[zb]*cfg.duration.Seconds()/float64(batch)), 1)
 					}
-					calls := int64(best * cfg.duration.Seconds() / float64(batch))
 					t0 := time.Now()
-					m, err := benchOne(ctx, cfg, zb, size, batch, calls)
+					m, err := benchOne(ctx, cfg, zb, size, batch, calls, d)
 					if err != nil {
 						return err
 					}
+					est[zb] = max(est[zb], m.rate())
 					if cfg.verbose {
-						name := "raw"
+						name, what := "raw", fmt.Sprintf("run %d", run+1)
 						if zb {
 							name = "zbstream"
 						}
-						fmt.Fprintf(stderr, "    run %d %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
-							run+1, name, m.records, m.elapsed.Seconds(), time.Since(t0).Seconds(), m.rate())
+						if run < 0 {
+							what = "warm-up"
+						}
+						fmt.Fprintf(stderr, "    %-7s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
+							what, name, m.records, m.elapsed.Seconds(), time.Since(t0).Seconds(), m.rate())
 					}
-					if zb {
+					switch {
+					case run < 0:
+					case zb:
 						cell.Zbstream = max(cell.Zbstream, m.rate())
-					} else {
+					default:
 						cell.Raw = max(cell.Raw, m.rate())
 					}
 				}
@@ -196,10 +207,10 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 }
 
 // benchOne runs one client for one cell and run, calls calls (0: about
-// cfg.duration), against the external
+// d), against the external
 // server or a fresh in-process one (so that the memory engine's records of
 // earlier runs do not weigh on later ones).
-func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, calls int64) (benchMeasure, error) {
+func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
 	t := benchTarget{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table}
 	if t.endpoint == "" {
 		_, ep, stop, err := benchServer(cfg.engine)
@@ -211,9 +222,9 @@ func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, ca
 	}
 	runtime.GC() // start each measurement without the last one's garbage
 	if zb {
-		return benchZbstream(ctx, t, size, batch, cfg.duration, calls)
+		return benchZbstream(ctx, t, size, batch, d, calls)
 	}
-	return benchRaw(ctx, t, size, batch, cfg.duration, calls)
+	return benchRaw(ctx, t, size, batch, d, calls)
 }
 
 // benchZbstream ingests through the zbstream client, on a persistent stream
@@ -243,7 +254,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	var calls int64
 	every := checkEvery(batch)
 	start := time.Now()
-	deadline := start.Add(d)
+	deadline, hardStop := start.Add(d), start.Add(2*d)
 	for {
 		if batch == 1 {
 			_, err = s.IngestRecord(ctx, rec)
@@ -255,7 +266,8 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 		}
 		calls++
 		if n > 0 {
-			if calls == n {
+			// n calls, unless the machine stalls: then up to 2d.
+			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
 		} else if calls%every == 0 && benchStop(start, deadline, calls, s.LastDurable()+1) {
@@ -331,7 +343,7 @@ func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Durati
 
 	every := checkEvery(batch)
 	start := time.Now()
-	deadline := start.Add(d)
+	deadline, hardStop := start.Add(d), start.Add(2*d)
 	var calls int64
 	for {
 		off = calls
@@ -342,7 +354,8 @@ func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Durati
 		}
 		calls++
 		if n > 0 {
-			if calls == n {
+			// n calls, unless the machine stalls: then up to 2d.
+			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
 		} else if calls%every == 0 && benchStop(start, deadline, calls, acked.Load()+1) {
