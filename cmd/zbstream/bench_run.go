@@ -254,7 +254,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	var calls int64
 	every := checkEvery(batch)
 	start := time.Now()
-	deadline, hardStop := start.Add(d), start.Add(2*d)
+	deadline, hardStop := start.Add(d), start.Add(d+d/4)
 	for {
 		if batch == 1 {
 			_, err = s.IngestRecord(ctx, rec)
@@ -266,7 +266,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 		}
 		calls++
 		if n > 0 {
-			// n calls, unless the machine stalls: then up to 2d.
+			// n calls, unless the machine slows down: then for 1.25 d.
 			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
@@ -343,7 +343,7 @@ func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Durati
 
 	every := checkEvery(batch)
 	start := time.Now()
-	deadline, hardStop := start.Add(d), start.Add(2*d)
+	deadline, hardStop := start.Add(d), start.Add(d+d/4)
 	var calls int64
 	for {
 		off = calls
@@ -354,7 +354,7 @@ func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Durati
 		}
 		calls++
 		if n > 0 {
-			// n calls, unless the machine stalls: then up to 2d.
+			// n calls, unless the machine slows down: then for 1.25 d.
 			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
