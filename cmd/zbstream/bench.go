@@ -3,10 +3,232 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zbstream/zbstream/grpcio"
 )
 
-// runBench is the bench command (not built yet).
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("bench: not built yet")
+// benchTable is the table the bench writes (the ack-only engine stores
+// nothing).
+const benchTable = "main.bench.events"
+
+// benchMaxCall is the largest ingest call the bench makes: the default
+// per-call limit of the client (10 MiB minus 64 KiB).
+const benchMaxCall = 10<<20 - 64<<10
+
+// benchConfig is the bench's configuration.
+type benchConfig struct {
+	sizes    []int
+	batch    int
+	duration time.Duration
+	runs     int
+	endpoint string // external server; "" starts one in-process
+	engine   string // of the in-process server: "ackonly" or "memory"
+	token    string
+	table    string
+	csvPath  string
+	svgPath  string
+	verbose  bool
+
+	rss      bool
+	volume   int64
+	recovery bool
+	rounds   int
 }
+
+const benchSynopsis = `bench [flags]
+
+Measures the zbstream client (a persistent stream, until the last record is
+acknowledged) beside a raw gRPC bidi stream sending the same protobuf messages
+with no client logic (the ceiling), in the same run, against the reference
+server's ack-only engine started in-process on loopback (or -endpoint). For each
+record size, one record per call and in batches, each client runs for -duration,
+best of -runs, the two interleaved. Prints a table; -csv and -svg write it.
+
+-rss instead ingests -volume of 1 KiB records through a 64 MiB in-flight bound in
+a child process and reports its peak RSS; -recovery instead measures the time
+until acks flow again after a close signal and after a dropped connection.
+
+Flags:`
+
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if os.Getenv(envBenchRole) == "rss" {
+		return benchRSSChild(ctx, stdout)
+	}
+	fs := newFlags("bench", benchSynopsis, stderr)
+	cfg := benchConfig{sizes: []int{20, 220, 750, 10 << 10}, volume: 4 << 30}
+	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (suffixes K, KiB, M, MiB: 1024-based)")
+	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
+	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "how long each client sends in each cell and run")
+	fs.IntVar(&cfg.runs, "runs", 3, "repetitions per cell; the best is reported")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
+	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
+	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
+	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
+	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
+	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
+	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
+	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
+	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
+	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
+	fs.IntVar(&cfg.rounds, "rounds", 200, "faults of each kind injected by -recovery")
+	if err := parseFlags(fs, args, false); err != nil {
+		return err
+	}
+	if err := cfg.check(); err != nil {
+		fs.Usage()
+		return err
+	}
+	err := benchMeasurements(ctx, cfg, stdout, stderr)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // interrupted: exit 130, whatever failed on the way
+	}
+	return err
+}
+
+func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	if !cfg.rss && !cfg.recovery {
+		return benchTableRun(ctx, cfg, stdout, stderr)
+	}
+	if cfg.rss {
+		if err := benchRSS(ctx, cfg, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if cfg.recovery {
+		return benchRecovery(ctx, cfg, stdout, stderr)
+	}
+	return nil
+}
+
+func (c *benchConfig) check() error {
+	switch {
+	case len(c.sizes) == 0:
+		return usageErr("-sizes: no size given")
+	case c.batch < 1 || c.batch > 100_000:
+		return usageErr("-batch must be between 1 and 100000")
+	case c.duration <= 0 || c.duration > time.Hour:
+		return usageErr("-duration must be positive and at most 1h")
+	case c.runs < 1 || c.runs > 1000:
+		return usageErr("-runs must be between 1 and 1000")
+	case c.engine != "ackonly" && c.engine != "memory":
+		return usageErr("-engine must be ackonly or memory, not %q", c.engine)
+	case c.volume < 1<<10:
+		return usageErr("-volume must be at least 1 KiB")
+	case c.rounds < 1 || c.rounds > 1_000_000:
+		return usageErr("-rounds must be between 1 and 1000000")
+	case c.token != "" && c.endpoint == "":
+		return usageErr("-token needs -endpoint (the in-process server is in open mode)")
+	case (c.rss || c.recovery) && c.endpoint != "":
+		return usageErr("-rss and -recovery use the in-process server: drop -endpoint")
+	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):
+		return usageErr("-csv and -svg write the throughput table, not -rss or -recovery")
+	}
+	if err := grpcio.CheckTable(c.table); err != nil {
+		return usageErr("-table: %v", err)
+	}
+	if c.endpoint != "" {
+		if _, err := grpcio.ParseEndpoint(c.endpoint); err != nil {
+			return usageErr("-endpoint: %v", err)
+		}
+	}
+	for _, s := range c.sizes {
+		if s < benchMinRecord {
+			return usageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
+		}
+		if b := int64(c.batch) * int64(s+5); b > benchMaxCall {
+			return usageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, benchMaxCall)
+		}
+	}
+	return nil
+}
+
+// sizesFlag is a comma-separated list of byte sizes.
+type sizesFlag struct{ p *[]int }
+
+func (f sizesFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	s := make([]string, len(*f.p))
+	for i, n := range *f.p {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f sizesFlag) Set(v string) error {
+	var out []int
+	for part := range strings.SplitSeq(v, ",") {
+		n, err := parseByteSize(strings.TrimSpace(part))
+		if err != nil {
+			return err
+		}
+		if n > 1<<30 {
+			return fmt.Errorf("%q is too large", part)
+		}
+		out = append(out, int(n))
+	}
+	*f.p = out
+	return nil
+}
+
+// byteSizeFlag is one byte size with an optional 1024-based suffix.
+type byteSizeFlag struct{ p *int64 }
+
+func (f byteSizeFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return formatBytes(*f.p)
+}
+
+func (f byteSizeFlag) Set(v string) error {
+	n, err := parseByteSize(v)
+	if err != nil {
+		return err
+	}
+	*f.p = n
+	return nil
+}
+
+var errByteSize = errors.New("want a number of bytes with an optional suffix (K, KiB, KB, M, MiB, MB, G, GiB, GB: 1024-based)")
+
+// parseByteSize parses "750", "10K", "10KiB", "4GiB", "1.5M": suffixes are
+// 1024-based, whatever their spelling.
+func parseByteSize(s string) (int64, error) {
+	num := strings.TrimRight(s, "KMGTiBkmgtb")
+	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "B"), "b"))
+	unit = strings.TrimSuffix(unit, "I")
+	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
+	x, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if err != nil || mult == 0 || x <= 0 || x*mult > 1<<50 {
+		return 0, fmt.Errorf("%q: %w", s, errByteSize)
+	}
+	return int64(x * mult), nil
+}
+
+// formatBytes writes n with a 1024-based unit when it is a whole multiple.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d %s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// sizeLabel is a record size as the table and chart show it: "20 B",
+// "10 KiB".
+func sizeLabel(n int) string { return formatBytes(int64(n)) }
+
+var _ flag.Value = sizesFlag{}

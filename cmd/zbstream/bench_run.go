@@ -1,0 +1,474 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/grpcio"
+	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/server"
+)
+
+// benchMinRecord is the smallest record: the JSON object {"p":""}.
+const benchMinRecord = 8
+
+// benchRecord is a JSON object of exactly size bytes.
+func benchRecord(size int) []byte {
+	rec := make([]byte, size)
+	copy(rec, `{"p":"`)
+	for i := 6; i < size-2; i++ {
+		rec[i] = 'x'
+	}
+	copy(rec[size-2:], `"}`)
+	return rec
+}
+
+// benchCell is one line of the table: a record size and a mode.
+type benchCell struct {
+	Size  int // bytes per record
+	Batch int // records per call
+	// Best records/s of each client over the runs.
+	Zbstream, Raw float64
+}
+
+// Mode names the cell's mode as the table shows it.
+func (c benchCell) Mode() string {
+	if c.Batch == 1 {
+		return "single"
+	}
+	return fmt.Sprintf("batch %d", c.Batch)
+}
+
+// MBps converts records/s to MB/s (10^6 bytes) at the cell's record size.
+func (c benchCell) MBps(recordsPerSec float64) float64 {
+	return recordsPerSec * float64(c.Size) / 1e6
+}
+
+// Ratio is zbstream over raw.
+func (c benchCell) Ratio() float64 {
+	if c.Raw == 0 {
+		return 0
+	}
+	return c.Zbstream / c.Raw
+}
+
+// benchResult is a whole table run.
+type benchResult struct {
+	Cells    []benchCell
+	Date     time.Time
+	Machine  string // cores, CPU, OS/arch, Go version
+	Engine   string
+	Duration time.Duration
+	Runs     int
+	Load     string // the 1-minute load average when the run started, or ""
+}
+
+// benchMeasure is one measurement: records acknowledged and the time from
+// the first send to the last acknowledgement.
+type benchMeasure struct {
+	records int64
+	elapsed time.Duration
+}
+
+func (m benchMeasure) rate() float64 {
+	if m.elapsed <= 0 {
+		return 0
+	}
+	return float64(m.records) / m.elapsed.Seconds()
+}
+
+// benchTarget is where a measurement sends: a running server.
+type benchTarget struct {
+	endpoint string
+	token    string
+	table    string
+}
+
+// benchServer starts the reference server in-process on loopback with the
+// named engine and returns its endpoint and a stop function.
+func benchServer(engine string) (*server.Server, string, func(), error) {
+	e := server.EngineAckOnly
+	if engine == "memory" {
+		e = server.EngineStore
+	}
+	srv, err := server.New(server.Options{Engine: e})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(lis)
+	}()
+	stop := func() {
+		srv.Stop()
+		<-served
+	}
+	return srv, "http://" + lis.Addr().String(), stop, nil
+}
+
+// benchTableRun measures every cell and prints, and writes, the table.
+func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs, Load: loadAverage()}
+	if cfg.endpoint != "" {
+		res.Engine = "external " + cfg.endpoint
+	}
+	modes := []int{1}
+	if cfg.batch > 1 {
+		modes = append(modes, cfg.batch)
+	}
+	cells := len(cfg.sizes) * len(modes)
+	total := time.Duration(cells*2) * (time.Duration(cfg.runs)*cfg.duration + max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond)))
+	fmt.Fprintf(stderr, "zbstream bench: %d cells x (a warm-up + %d runs) x 2 clients x %s: about %s\n",
+		cells, cfg.runs, cfg.duration, total.Round(time.Second))
+	for _, size := range cfg.sizes {
+		for _, batch := range modes {
+			cell := benchCell{Size: size, Batch: batch}
+			// A short warm-up of each client, stopped by the clock (see
+			// benchStop), estimates its rate; it is not counted. Each run
+			// then makes as many calls as the best rate so far makes in
+			// the duration, like testing.B's b.N, so that it lasts about
+			// the duration until its last ack however much a client
+			// buffers, and runs of both clients are alike in length.
+			est := map[bool]float64{}
+			for run := -1; run < cfg.runs; run++ {
+				// Interleaved, the first client alternating, so that both
+				// see the same conditions on a noisy machine.
+				order := []bool{run%2 == 0, run%2 != 0} // true: zbstream
+				for _, zb := range order {
+					var calls int64
+					d := cfg.duration
+					if run < 0 {
+						d = max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond))
+					} else {
+						calls = max(int64(est[zb]*cfg.duration.Seconds()/float64(batch)), 1)
+					}
+					t0 := time.Now()
+					m, err := benchOne(ctx, cfg, zb, size, batch, calls, d)
+					if err != nil {
+						return err
+					}
+					est[zb] = max(est[zb], m.rate())
+					if cfg.verbose {
+						name, what := "raw", fmt.Sprintf("run %d", run+1)
+						if zb {
+							name = "zbstream"
+						}
+						if run < 0 {
+							what = "warm-up"
+						}
+						fmt.Fprintf(stderr, "    %-7s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
+							what, name, m.records, m.elapsed.Seconds(), time.Since(t0).Seconds(), m.rate())
+					}
+					switch {
+					case run < 0:
+					case zb:
+						cell.Zbstream = max(cell.Zbstream, m.rate())
+					default:
+						cell.Raw = max(cell.Raw, m.rate())
+					}
+				}
+			}
+			fmt.Fprintf(stderr, "  %-8s %-10s zbstream %12.0f records/s  raw %12.0f records/s  ratio %.3f\n",
+				sizeLabel(size), cell.Mode(), cell.Zbstream, cell.Raw, cell.Ratio())
+			res.Cells = append(res.Cells, cell)
+		}
+	}
+	writeBenchTable(stdout, res)
+	if cfg.csvPath != "" {
+		if err := writeFileWith(cfg.csvPath, func(w io.Writer) error { return writeBenchCSV(w, res) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", cfg.csvPath)
+	}
+	if cfg.svgPath != "" {
+		if err := writeFileWith(cfg.svgPath, func(w io.Writer) error { return writeBenchSVG(w, res) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "wrote", cfg.svgPath)
+	}
+	return nil
+}
+
+// benchOne runs one client for one cell and run, calls calls (0: about
+// d), against the external
+// server or a fresh in-process one (so that the memory engine's records of
+// earlier runs do not weigh on later ones).
+func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
+	t := benchTarget{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table}
+	if t.endpoint == "" {
+		_, ep, stop, err := benchServer(cfg.engine)
+		if err != nil {
+			return benchMeasure{}, err
+		}
+		defer stop()
+		t.endpoint = ep
+	}
+	runtime.GC() // start each measurement without the last one's garbage
+	if zb {
+		return benchZbstream(ctx, t, size, batch, d, calls)
+	}
+	return benchRaw(ctx, t, size, batch, d, calls)
+}
+
+// benchZbstream ingests through the zbstream client, on a persistent stream
+// with the default options, n calls (or, for n = 0, for about d; see
+// benchStop), then flushes: the measure ends when the last record is
+// acknowledged.
+func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
+	var opts []zbstream.Option
+	if t.token != "" {
+		opts = append(opts, zbstream.WithToken(t.token))
+	}
+	c, err := zbstream.NewClient(t.endpoint, opts...)
+	if err != nil {
+		return benchMeasure{}, clientErr(err)
+	}
+	defer c.Close()
+	s, err := c.CreatePersistentStream(ctx, t.table)
+	if err != nil {
+		return benchMeasure{}, clientErr(err)
+	}
+	defer s.Close(ctx) // on an error path: at once if ctx has ended
+	rec := benchRecord(size)
+	recs := make([][]byte, batch)
+	for i := range recs {
+		recs[i] = rec
+	}
+	var calls int64
+	every := checkEvery(batch)
+	start := time.Now()
+	deadline, hardStop := start.Add(d), start.Add(d+d/4)
+	for {
+		if batch == 1 {
+			_, err = s.IngestRecord(ctx, rec)
+		} else {
+			_, err = s.IngestBatch(ctx, recs)
+		}
+		if err != nil {
+			return benchMeasure{}, clientErr(err)
+		}
+		calls++
+		if n > 0 {
+			// n calls, unless the machine slows down: then for 1.25 d.
+			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
+				break
+			}
+		} else if calls%every == 0 && benchStop(start, deadline, calls, s.LastDurable()+1) {
+			break
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		return benchMeasure{}, clientErr(err)
+	}
+	elapsed := time.Since(start)
+	if err := s.Close(ctx); err != nil {
+		return benchMeasure{}, clientErr(err)
+	}
+	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
+}
+
+// benchRaw is the ceiling: a persistent stream driven by hand with the
+// generated gRPC client over the same kind of connection, sending the same
+// messages (one reused message, offsets counted up) with no window, no
+// validation and no retry, n calls (or for about d), and reading the acks on
+// another goroutine until the last one.
+func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
+	cc, err := grpcio.Dial(t.endpoint, grpcio.DialOptions{})
+	if err != nil {
+		return benchMeasure{}, clientErr(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	md := []string{grpcio.HeaderTable, t.table}
+	if t.token != "" {
+		md = append(md, grpcio.HeaderAuthorization, "Bearer "+t.token)
+	}
+	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(metadata.AppendToOutgoingContext(ctx, md...))
+	if err != nil {
+		return benchMeasure{}, rawErr(err)
+	}
+	table, rt, id := t.table, ingestpb.RecordType_JSON, randomHex(16)
+	err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
+		CreateStream: &ingestpb.CreatePersistentStreamRequest{
+			CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: &table, RecordType: &rt},
+			ClientRequestId: &id,
+		}}})
+	if err != nil {
+		return benchMeasure{}, rawErr(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		return benchMeasure{}, rawErr(err)
+	}
+	rec := string(benchRecord(size))
+	recs := make([]string, batch)
+	for i := range recs {
+		recs[i] = rec
+	}
+	var off int64
+	msg := &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecord{
+		IngestRecord: &ingestpb.IngestRecordRequest{OffsetId: &off, Record: &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: rec}}}}
+	if batch > 1 {
+		msg = &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecordBatch{
+			IngestRecordBatch: &ingestpb.IngestRecordBatchRequest{OffsetId: &off, Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{
+				JsonBatch: &ingestpb.JsonRecordBatch{Records: recs}}}}}
+	}
+
+	// The reader keeps the highest ack; once the sender has set last, the
+	// ack that reaches it wakes the sender. Both sides check, so the
+	// wake-up is never lost.
+	var acked, last atomic.Int64
+	acked.Store(-1)
+	last.Store(math.MaxInt64)
+	reached := make(chan struct{}, 1)
+	readErr := make(chan error, 1)
+	go func() { readErr <- rawAcks(st, &acked, &last, reached) }()
+
+	every := checkEvery(batch)
+	start := time.Now()
+	deadline, hardStop := start.Add(d), start.Add(d+d/4)
+	var calls int64
+	for {
+		off = calls
+		if err := st.SendMsg(msg); err != nil {
+			cancel()
+			<-readErr
+			return benchMeasure{}, rawErr(err)
+		}
+		calls++
+		if n > 0 {
+			// n calls, unless the machine slows down: then for 1.25 d.
+			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
+				break
+			}
+		} else if calls%every == 0 && benchStop(start, deadline, calls, acked.Load()+1) {
+			break
+		}
+	}
+	last.Store(calls - 1)
+	if acked.Load() < calls-1 {
+		select {
+		case <-reached:
+		case err := <-readErr:
+			return benchMeasure{}, rawErr(fmt.Errorf("the stream ended before the last ack: %w", err))
+		case <-ctx.Done():
+			<-readErr
+			return benchMeasure{}, ctx.Err()
+		}
+	}
+	elapsed := time.Since(start)
+	_ = st.CloseSend()
+	cancel()
+	<-readErr
+	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
+}
+
+// checkEvery is how many calls a client makes between two looks at the
+// clock and the acks.
+func checkEvery(batch int) int64 {
+	if batch == 1 {
+		return 16
+	}
+	return 1
+}
+
+// benchStop says whether a client should stop sending: when the deadline
+// has passed, or when the calls sent but not yet acknowledged would take,
+// at the ack rate so far, until the deadline to be acknowledged. So every
+// measure lasts about the duration until its last ack, whatever a client
+// buffers, and both clients stop by the same rule.
+func benchStop(start, deadline time.Time, sent, acked int64) bool {
+	now := time.Now()
+	if !now.Before(deadline) {
+		return true
+	}
+	if acked <= 0 {
+		return false
+	}
+	rate := float64(acked) / now.Sub(start).Seconds() // calls per second
+	drain := time.Duration(float64(sent-acked) / rate * float64(time.Second))
+	return !now.Add(drain).Before(deadline)
+}
+
+// rawAcks reads the raw stream's responses until it ends.
+func rawAcks(st grpc.BidiStreamingClient[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse],
+	acked, last *atomic.Int64, reached chan<- struct{}) error {
+	var resp ingestpb.PersistentStreamResponse
+	for {
+		if err := st.RecvMsg(&resp); err != nil {
+			return err
+		}
+		a := resp.GetIngestRecordResponse()
+		if a == nil {
+			continue
+		}
+		o := a.GetDurabilityAckUpToOffset()
+		acked.Store(o)
+		if o >= last.Load() {
+			select {
+			case reached <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// rawErr gives an error of the raw stream an exit code.
+func rawErr(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return withCode(exitFailure, fmt.Errorf("raw gRPC stream: %w", err))
+}
+
+// machineLine describes the machine: cores, CPU model, OS/arch, Go.
+func machineLine() string {
+	s := fmt.Sprintf("%d cores", runtime.NumCPU())
+	if m := cpuModel(); m != "" {
+		s += " (" + m + ")"
+	}
+	return s + fmt.Sprintf(", %s/%s, %s", runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg, or "".
+func loadAverage() string {
+	b, err := readFileLimit("/proc/loadavg", 256)
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}
+
+// cpuModel is the CPU's model name from /proc/cpuinfo, or "".
+func cpuModel() string {
+	b, err := readFileLimit("/proc/cpuinfo", 1<<20)
+	if err != nil {
+		return ""
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.Join(strings.Fields(v), " ")
+		}
+	}
+	return ""
+}
