@@ -23,7 +23,9 @@ func (s *Stream) IngestRecord(ctx context.Context, record []byte) (int64, error)
 // IngestBatch accepts records as one call under one offset, which it
 // returns; every record of the batch lands together. An empty batch gets no
 // offset: core.NoOffset and a nil error. Otherwise it behaves as
-// IngestRecord.
+// IngestRecord. Both the slice and its records are kept by reference until
+// the call is durable or failed: do not modify or reuse either before then
+// (a new slice per call is the simple way).
 func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, error) {
 	return s.ingest(ctx, nil, records, true)
 }

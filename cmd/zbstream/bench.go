@@ -65,7 +65,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := benchConfig{sizes: []int{20, 220, 750, 10 << 10}, volume: 4 << 30}
 	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (suffixes K, KiB, M, MiB: 1024-based)")
 	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
-	fs.DurationVar(&cfg.duration, "duration", 2*time.Second, "how long each client sends in each cell and run")
+	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
 	fs.IntVar(&cfg.runs, "runs", 3, "repetitions per cell; the best is reported")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
 	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
