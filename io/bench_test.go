@@ -16,19 +16,27 @@ import (
 // in-memory transport against an ack-only server (nothing stored): one
 // record per call or batches of 100 (1 KiB records), from 1 and from 8
 // goroutines, until the last call is acknowledged. ns/op is per call;
-// ns/record is reported beside it.
+// ns/record is reported beside it. acks=merged is a server that merges the
+// acks a client has not read yet (acks are cumulative; the reference server
+// does so), acks=every one that sends and delivers one ack per call.
 func BenchmarkDriverIngest(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		for _, producers := range []int{1, 8} {
-			b.Run(fmt.Sprintf("batch=%d/goroutines=%d", batch, producers), func(b *testing.B) {
-				benchDriver(b, batch, producers)
-			})
+	for _, merge := range []bool{true, false} {
+		for _, batch := range []int{1, 100} {
+			for _, producers := range []int{1, 8} {
+				acks := "every"
+				if merge {
+					acks = "merged"
+				}
+				b.Run(fmt.Sprintf("acks=%s/batch=%d/goroutines=%d", acks, batch, producers), func(b *testing.B) {
+					benchDriver(b, merge, batch, producers)
+				})
+			}
 		}
 	}
 }
 
-func benchDriver(b *testing.B, batch, producers int) {
-	srv := memtransport.NewServer(memtransport.Options{AckOnly: true})
+func benchDriver(b *testing.B, mergeAcks bool, batch, producers int) {
+	srv := memtransport.NewServer(memtransport.Options{AckOnly: true, MergeAcks: mergeAcks})
 	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)
 	cfg.ClientRequestID = "bench"
 	ctx := context.Background()

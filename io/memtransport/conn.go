@@ -54,6 +54,13 @@ type conn struct {
 	lastAck    int64 // last true ack value sent, at least told
 
 	recvErr error // set once Recv returned the end: Recv keeps returning it
+
+	// With Options.MergeAcks: a message Recv took from the queue while
+	// merging acks, to return next.
+	next     core.Response
+	hasNext  bool
+	lastRead int64 // the last ack Recv returned, when readAck
+	readAck  bool
 }
 
 // outItem is a held-back server message or graceful end.
@@ -138,6 +145,37 @@ func (c *conn) err() error {
 // message queued before its end was read, the end: io.EOF for a clean
 // end, else a *core.ConnectionError. After Abort it returns at once.
 func (c *conn) Recv() (core.Response, error) {
+	r, err := c.recv()
+	if err != nil || !c.srv.opts.MergeAcks || !c.mergeable(r) {
+		return r, err
+	}
+	for {
+		select {
+		case n := <-c.q:
+			if c.mergeable(n) && n.Offset >= r.Offset {
+				r = n // a later cumulative ack covers this one
+				continue
+			}
+			c.next, c.hasNext = n, true
+		default:
+		}
+		c.lastRead, c.readAck = r.Offset, true
+		return r, nil
+	}
+}
+
+// mergeable reports whether r is an ordinary ack that a later one may
+// replace: an ack with an offset, not below the last ack read (a
+// regressive ack is a fault on purpose, and is delivered as it is).
+func (c *conn) mergeable(r core.Response) bool {
+	return r.Kind == core.RespAck && r.HasOffset && (!c.readAck || r.Offset >= c.lastRead)
+}
+
+func (c *conn) recv() (core.Response, error) {
+	if c.hasNext {
+		c.hasNext = false
+		return c.next, nil
+	}
 	if c.recvErr != nil {
 		return core.Response{}, c.recvErr
 	}

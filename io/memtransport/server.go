@@ -24,6 +24,12 @@ type Options struct {
 	// until the client reads or the connection ends, as gRPC flow
 	// control would.
 	QueueSize int
+	// MergeAcks makes the server merge acks the client has not read yet,
+	// as the reference server does: an ack followed in the queue by a
+	// higher (or equal) one is dropped, since acks are cumulative. Other
+	// messages, and an ack without an offset or lower than the one before
+	// it, are never merged, so a hostile ack still arrives as sent.
+	MergeAcks bool
 }
 
 // Server is an in-memory Zerobus-compatible server. Its streams live as
