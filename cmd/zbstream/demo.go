@@ -62,7 +62,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
 		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
 	var cfg demoConfig
-	fs.IntVar(&cfg.Records, "records", 800_000, "source records to ingest (the default takes 10 to 30 s on 2 cores)")
+	fs.IntVar(&cfg.Records, "records", 1_200_000, "source records to ingest (the default takes 10 to 30 s on 2 cores)")
 	fs.IntVar(&cfg.RecordSize, "record-size", 200, "bytes per record (JSON)")
 	fs.IntVar(&cfg.Batch, "batch", 20, "records per ingest call")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault schedule")
