@@ -253,8 +253,9 @@ func TestPinMaxAttemptedNeverFalls(t *testing.T) {
 	h.checkOnce()
 }
 
-// TestPinInputsStoreTime pins doc.go: Sent and every accepted ingest store
-// their Instant, so a later input with an earlier one is ErrTimeBackwards.
+// TestPinInputsStoreTime pins doc.go: Sent, every accepted ingest and Close
+// store their Instant, so a later input with an earlier one is
+// ErrTimeBackwards.
 func TestPinInputsStoreTime(t *testing.T) {
 	tests := []struct {
 		name string
@@ -269,6 +270,7 @@ func TestPinInputsStoreTime(t *testing.T) {
 			_, err := h.m.IngestBatch(h.now, core.RecordJSON, [][]byte{ruleRecord(9), ruleRecord(10)})
 			return err
 		}},
+		{"Close", func(h *harness) error { return h.m.Close(h.now) }},
 	}
 	for _, kind := range ruleKinds {
 		for _, tc := range tests {
@@ -392,5 +394,39 @@ func TestPinAuthRetryDespiteDisableRecovery(t *testing.T) {
 			}
 			wantFailedWith(t, acts, h.m.Err(), 0, 0)
 		})
+	}
+}
+
+// TestNames pins every enum's String: each named value has its name, and a
+// value past the last one gets the fallback instead of a panic.
+func TestNames(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{core.Ephemeral.String(), "ephemeral"},
+		{core.Persistent.String(), "persistent"},
+		{core.Kind(0).String(), "unknown-kind"},
+		{core.RecordProto.String(), "proto"},
+		{core.RecordJSON.String(), "json"},
+		{core.RecordUnspecified.String(), "unspecified"},
+		{core.CodeOK.String(), "OK"},
+		{core.CodeUnauthenticated.String(), "UNAUTHENTICATED"},
+		{core.Code(17).String(), "CODE(17)"},
+		{core.ActOpen.String(), "open"},
+		{core.ActFinished.String(), "finished"},
+		{core.ActionKind(0).String(), "action(?)"},
+		{(core.ActFinished + 1).String(), "action(?)"},
+		{core.RespEmpty.String(), "empty"},
+		{core.RespCloseSignal.String(), "close-signal"},
+		{(core.RespCloseSignal + 1).String(), "response(?)"},
+		{core.AckMissing.String(), "ack without an offset"},
+		{core.UnexpectedMessage.String(), "unexpected message"},
+		{core.Violation(0).String(), "violation(0)"},
+		{(core.UnexpectedMessage + 1).String(), "violation(10)"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("String() = %q, want %q", tc.got, tc.want)
+		}
 	}
 }
