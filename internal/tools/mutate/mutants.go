@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"slices"
 	"strings"
 )
 
@@ -13,6 +14,7 @@ import (
 type mutant struct {
 	ID   string // stable name: file, function, operator, code before => after
 	File string // path of the file, as given to findMutants
+	Name string // the file's name in IDs and reports
 	Line int
 	Op   string
 
@@ -82,6 +84,7 @@ func findMutants(path, name string, src []byte) ([]mutant, error) {
 		g.body = fd.Body
 		ast.Inspect(fd.Body, g.visit)
 	}
+	slices.SortStableFunc(g.out, func(a, b mutant) int { return a.start - b.start })
 	return g.out, nil
 }
 
@@ -144,7 +147,7 @@ func (g *gen) add(op string, ctx ast.Node, start, end int, repl string) {
 		id += fmt.Sprintf(" #%d", n)
 	}
 	g.out = append(g.out, mutant{
-		ID: id, File: g.path, Line: g.fset.Position(ctx.Pos()).Line, Op: op,
+		ID: id, File: g.path, Name: g.name, Line: g.fset.Position(ctx.Pos()).Line, Op: op,
 		start: start, end: end, repl: repl,
 	})
 }
