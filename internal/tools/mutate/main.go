@@ -47,14 +47,28 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
+// limitedFlag, as the first argument, makes the command the go test -exec
+// wrapper of the test binaries: it caps their address space, so that a
+// mutant that allocates without end (a loop that never stops appending)
+// fails fast instead of eating the machine's memory, then runs the binary.
+const limitedFlag = "-exec-limited"
+
+// testMemory is the address-space cap of a test binary under a mutant. The
+// tests need a small fraction of it.
+const testMemory = 4 << 30
+
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == limitedFlag {
+		execLimited(os.Args[2:])
+	}
 	root := flag.String("root", ".", "root of the module under test (where go test runs)")
 	pkg := flag.String("pkg", "core", "directory of the package to mutate, relative to -root")
 	tests := flag.String("tests", "./core,./propertytests", "comma-separated packages whose tests must kill each mutant, run in this order")
-	equiv := flag.String("equivalent", "", "file listing equivalent mutants, relative to -root (default <pkg>/testdata/equivalent-mutants.txt)")
+	equiv := flag.String("equivalent", "", "file listing equivalent mutants, relative to -root (default <pkg>/testdata/mutate/equivalent.txt)")
 	workers := flag.Int("workers", min(2, runtime.NumCPU()), "mutants tested at once")
 	timeout := flag.Duration("timeout", 60*time.Second, "test timeout per package and mutant (go test -timeout); a mutant that hangs is killed by it")
 	match := flag.String("run", "", "only mutants whose ID matches this regexp (for development; the equivalent list is then not checked for staleness)")
@@ -62,7 +76,7 @@ func main() {
 	verbose := flag.Bool("v", false, "print every mutant's outcome, not only survivors")
 	flag.Parse()
 	if *equiv == "" {
-		*equiv = filepath.Join(*pkg, "testdata", "equivalent-mutants.txt")
+		*equiv = filepath.Join(*pkg, "testdata", "mutate", "equivalent.txt")
 	}
 	if err := run(config{
 		root: *root, pkg: *pkg, tests: strings.Split(*tests, ","), equiv: *equiv,
@@ -188,6 +202,13 @@ func run(c config) error {
 	close(jobs)
 	wg.Wait()
 
+	// The tree may have changed under a long run (the tests read it, only
+	// the mutants are overlaid): results are worth something only if the
+	// unmutated tests still pass.
+	if r := test(root, "", c); r.outcome != survived {
+		return fmt.Errorf("the tests fail without any mutant at the end of the run; the results are void (%s):\n%s", r.by, r.out)
+	}
+
 	var nKilled, nSurvived, nEquiv, nNotViable int
 	var problems []string
 	found := map[string]bool{}
@@ -287,6 +308,9 @@ func test(root, overlay string, c config) result {
 	for _, p := range c.tests {
 		// -ldflags=-w: no DWARF, a faster link; the binaries are run once.
 		args := []string{"test", "-count=1", "-failfast", "-vet=off", "-ldflags=-w", "-timeout=" + c.timeout.String()}
+		if self, err := os.Executable(); err == nil {
+			args = append(args, "-exec", self+" "+limitedFlag)
+		}
 		if overlay != "" {
 			args = append(args, "-overlay="+overlay)
 		}
@@ -366,4 +390,16 @@ func readEquivalent(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("%s: mutant %q has no reason", path, id)
 	}
 	return out, nil
+}
+
+// execLimited caps the address space and replaces the process with args.
+func execLimited(args []string) {
+	lim := &syscall.Rlimit{Cur: testMemory, Max: testMemory}
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, lim); err != nil {
+		fmt.Fprintln(os.Stderr, "mutate: setrlimit:", err)
+		os.Exit(2)
+	}
+	err := syscall.Exec(args[0], args, os.Environ())
+	fmt.Fprintln(os.Stderr, "mutate: exec:", err)
+	os.Exit(2)
 }
