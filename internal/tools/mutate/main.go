@@ -7,7 +7,8 @@
 // -overlay, so the tool can run while other work goes on in the tree. The
 // operators are the classic ones: comparison boundaries and negations,
 // arithmetic, logical and bitwise operators, ++/--, removal of ! and unary
-// minus, negated if conditions, max/min swapped, true/false swapped, and
+// minus, negated if conditions, max/min swapped or replaced by one of its
+// arguments, true/false swapped, and
 // removal of one statement (a call other than panic, an assignment, an
 // increment, an early return). A mutant the compiler refuses is "not
 // viable" and counts for nothing.

@@ -215,6 +215,11 @@ func (g *gen) visit(n ast.Node) bool {
 			with := map[string]string{"max": "min", "min": "max"}[id.Name]
 			p := g.off(id.Pos())
 			g.add("minmax", n, p, p+3, with)
+			// And the call replaced by each of its arguments: the bound it
+			// keeps is gone.
+			for _, a := range n.Args {
+				g.add("minmax", n, g.off(n.Pos()), g.off(n.End()), string(g.src[g.off(a.Pos()):g.off(a.End())]))
+			}
 		}
 	case *ast.Ident:
 		if n.Name == "true" || n.Name == "false" {

@@ -40,6 +40,8 @@ func TestFindMutants(t *testing.T) {
 		"p.go:T.add: arith: t.n += d => t.n -= d",
 		"p.go:T.add: delete: t.n += d => (nothing)",
 		"p.go:T.add: minmax: max(t.max, t.n) => min(t.max, t.n)",
+		"p.go:T.add: minmax: max(t.max, t.n) => t.max",
+		"p.go:T.add: minmax: max(t.max, t.n) => t.n",
 		"p.go:T.add: delete: t.max = max(t.max, t.n) => (nothing)",
 		"p.go:T.add: delete: t.log(\"added\") => (nothing)",
 		"p.go:T.ok: unary: !(t.n == 1) => (t.n == 1)",
