@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -428,5 +429,23 @@ func TestNames(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("String() = %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// TestUnknownSendMessage pins the ErrUnknownSend message: it names the
+// offset, the connection, the next offset expected and the emitted bound,
+// the facts a driver author needs to find the bug.
+func TestUnknownSendMessage(t *testing.T) {
+	h := startPersistent(t, nil)
+	h.ingest(3)
+	h.poll()  // emits 0..2
+	h.sent(0) // next expected: 1
+	err := h.m.Sent(h.now, h.m.Conn(), 2)
+	if !errors.Is(err, core.ErrUnknownSend) {
+		t.Fatalf("Sent(2) after Sent(0): %v, want ErrUnknownSend", err)
+	}
+	want := "offset 2 on connection 1 (next expected 1, emitted below 3)"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("message %q does not contain %q", err, want)
 	}
 }
