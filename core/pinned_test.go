@@ -254,8 +254,8 @@ func TestPinMaxAttemptedNeverFalls(t *testing.T) {
 	h.checkOnce()
 }
 
-// TestPinInputsStoreTime pins doc.go: Sent, every accepted ingest and Close
-// store their Instant, so a later input with an earlier one is
+// TestPinInputsStoreTime pins doc.go: Sent, every accepted ingest, Close and
+// ConnectionFailed store their Instant, so a later input with an earlier one is
 // ErrTimeBackwards.
 func TestPinInputsStoreTime(t *testing.T) {
 	tests := []struct {
@@ -272,6 +272,9 @@ func TestPinInputsStoreTime(t *testing.T) {
 			return err
 		}},
 		{"Close", func(h *harness) error { return h.m.Close(h.now) }},
+		{"ConnectionFailed", func(h *harness) error {
+			return h.m.ConnectionFailed(h.now, h.m.Conn(), core.CodeUnavailable, errInjected)
+		}},
 	}
 	for _, kind := range ruleKinds {
 		for _, tc := range tests {
