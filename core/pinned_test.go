@@ -452,3 +452,32 @@ func TestUnknownSendMessage(t *testing.T) {
 		t.Errorf("message %q does not contain %q", err, want)
 	}
 }
+
+// TestPinFailDisarmsBackoff pins fail: a stream that fails while recovering
+// (here: its close times out during the backoff) has no timer left, the
+// backoff included.
+func TestPinFailDisarmsBackoff(t *testing.T) {
+	for _, kind := range ruleKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			h := startStream(t, kind, func(c *core.Config) {
+				c.CloseTimeout = time.Nanosecond
+				c.Backoff = core.Backoff{Initial: time.Hour, Max: time.Hour, Multiplier: 1}
+			})
+			h.ingest(1)
+			h.sendAll()
+			h.drop(core.CodeUnavailable)
+			h.wantState(fsm.Recovering)
+			if err := h.m.Close(h.now); err != nil {
+				t.Fatal(err)
+			}
+			h.now++
+			h.tick()
+			h.wantState(fsm.Failed)
+			if !errors.Is(h.m.Err(), core.ErrCloseTimeout) {
+				t.Fatalf("Err %v, want ErrCloseTimeout", h.m.Err())
+			}
+			h.wantDeadline(0, false)
+			h.checkOnce()
+		})
+	}
+}
