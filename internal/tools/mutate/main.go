@@ -4,7 +4,8 @@
 // not notice has "survived" and names a behaviour no test pins down.
 //
 // No file is ever modified: every mutant is handed to the go command as an
-// -overlay, so the tool can run while other work goes on in the tree. The
+// -overlay, and rapid is told not to write fail files (RAPID_NOFAILFILE), so
+// the tool can run while other work goes on in the tree. The
 // operators are the classic ones: comparison boundaries and negations,
 // arithmetic, logical and bitwise operators, ++/--, removal of ! and unary
 // minus, negated if conditions, max/min swapped or replaced by one of its
@@ -320,6 +321,9 @@ func test(root, overlay string, c config) result {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*c.timeout+2*time.Minute)
 		cmd := exec.CommandContext(ctx, "go", append(args, p)...)
 		cmd.Dir = root
+		// A property that fails under a mutant must not leave a rapid
+		// fail file in the tree.
+		cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=1")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
