@@ -116,12 +116,11 @@ func BenchmarkReconcile(b *testing.B) {
 				if m.AckFloor()+n > m.MaxAttempted() {
 					fill() // on the current connection, which is open
 				}
-				m.Poll(acts[:0])
 				m.ConnectionFailed(now, m.Conn(), core.CodeUnavailable, nil)
 				at, _ := m.NextDeadline()
 				now = at
 				m.Tick(now)
-				m.Poll(acts[:0])
+				m.Poll(acts[:0]) // opening: drains the queue, sends nothing
 				w := m.AckFloor() + n
 				b.StartTimer()
 				m.Receive(now, m.Conn(), core.Response{Kind: core.RespResume, Offset: w, HasOffset: true})
