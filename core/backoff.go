@@ -7,7 +7,9 @@ import (
 
 // delay returns the full-jitter delay before reconnect attempt n (1-based):
 // uniform in [0, min(Max, Initial*Multiplier^(n-1))], drawn from the
-// machine's seeded generator so that a run replays exactly.
+// machine's seeded generator so that a run replays exactly. Every Backoff
+// that Validate accepts works, Max = math.MaxInt64 included: the draw's
+// bound, the ceiling + 1, is computed in uint64, where it cannot wrap.
 func (b Backoff) delay(n int, rng *rand.Rand) time.Duration {
 	ceil := float64(b.Initial)
 	for i := 1; i < n && ceil < float64(b.Max); i++ {
@@ -17,5 +19,5 @@ func (b Backoff) delay(n int, rng *rand.Rand) time.Duration {
 	if ceil < float64(b.Max) {
 		c = time.Duration(ceil)
 	}
-	return time.Duration(rng.Int64N(int64(c) + 1))
+	return time.Duration(rng.Uint64N(uint64(c) + 1))
 }

@@ -46,10 +46,21 @@ type Config struct {
 	// close signal before it reconnects; 0 reconnects at once.
 	MaxGrace time.Duration
 
-	// DisableRecovery makes every connection failure terminal.
+	// DisableRecovery makes every connection failure terminal: no
+	// reconnect after a failure, a timeout or a clean end of stream. The
+	// one exception is not recovery but part of opening: an
+	// UNAUTHENTICATED refusal of the very first open is still retried once,
+	// at once, with fresh credentials (protocol.md §5.5), as a token that
+	// expired in a cache is not a failure of the stream. A server rotation
+	// (close_stream_signal) is not a failure either and still reconnects.
 	DisableRecovery bool
 	// Retries is the number of reconnect attempts one recovery episode may
-	// make without durable progress.
+	// make (protocol.md §5.5). An episode starts with a retryable failure
+	// and ends with durable progress (an ack that advances, or a resume
+	// watermark that completes something) or with an open that finds
+	// nothing pending: with nothing at stake there is nothing to make
+	// progress on, so an idle stream whose connection flaps now and then
+	// never exhausts its retries. A server rotation costs no attempt.
 	Retries int
 	// Backoff shapes the delay before each reconnect attempt.
 	Backoff Backoff

@@ -129,7 +129,10 @@ func (m *Machine) onOpenResponse(r Response) {
 	m.opened = true
 	m.sendNext, m.maxSent = m.win.head, m.win.floor()
 	if m.win.len() == 0 {
-		// Nothing is at stake, so nothing is left to make progress on.
+		// An open that finds nothing pending ends the recovery episode
+		// (protocol.md §5.5) as durable progress would: nothing is at
+		// stake, so nothing is left to make progress on. An idle stream
+		// whose connection flaps now and then never exhausts its retries.
 		m.attempts = 0
 	}
 	m.fire(fsm.Opened)
@@ -262,8 +265,14 @@ func (m *Machine) onConnLost(cause *ConnectionError) {
 	switch m.State() {
 	case fsm.Closing:
 		// Everything was durable before the half-close: the end of the
-		// connection is the end of the stream, whatever its status.
+		// connection is the end of the stream, whatever its status. An
+		// auth rejection still invalidates the cached credentials
+		// (protocol.md §5.5): the token is bad whatever state the stream
+		// is in, and the next stream that uses it would fail too.
 		m.dropConn()
+		if cause.Code == CodeUnauthenticated {
+			m.emit(Action{Kind: ActInvalidateCredentials})
+		}
 		m.finish()
 	case fsm.Paused:
 		if cause.Retryable() {
@@ -277,7 +286,10 @@ func (m *Machine) onConnLost(cause *ConnectionError) {
 }
 
 // recover applies the recovery policy to a failed connection: a backoff and
-// a new attempt, or the end of the stream.
+// a new attempt, or the end of the stream. An UNAUTHENTICATED end always
+// invalidates the credentials; at the first open, before anything was
+// accepted, it is retried once at once with fresh ones, DisableRecovery or
+// not, and without using the retry budget (protocol.md §5.5).
 func (m *Machine) recover(cause *ConnectionError) {
 	m.dropConn()
 	if cause.Code == CodeUnauthenticated {

@@ -44,7 +44,8 @@
 //
 // Caller misuse (time going backwards, a send outcome for an offset never
 // emitted, ingest after close, a bad Config) returns an error and changes
-// nothing. A full window returns ErrWindowFull and changes nothing. A
+// nothing. Every Config that Validate accepts works: deadlines and the
+// backoff saturate instead of overflowing, however large the durations. A full window returns ErrWindowFull and changes nothing. A
 // misbehaving server fails the stream with a *ProtocolError naming the rule
 // it broke; offset overflow fails it with ErrOffsetSpaceExhausted. Failure is
 // sticky: every accepted record that is not durable fails exactly once, in

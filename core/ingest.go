@@ -63,11 +63,13 @@ func (m *Machine) ingest(now Instant, rt RecordType, e entry) (int64, error) {
 	if m.win.len() >= int64(m.cfg.MaxInflightCalls) || m.win.bytes+e.size > m.cfg.MaxInflightBytes {
 		return NoOffset, ErrWindowFull
 	}
+	// From here on the call acts, accepted or failing the stream, so it
+	// stores its time.
+	m.now = now
 	if m.win.next == math.MaxInt64 {
 		err := offsetExhausted("next offset", m.win.next)
 		m.fail(err)
 		return NoOffset, err
 	}
-	m.now = now
 	return m.win.push(e), nil
 }

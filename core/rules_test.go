@@ -1808,7 +1808,8 @@ func TestRuleNeverCompletedTwice(t *testing.T) {
 
 // TestRuleClose pins §5.9: Close is idempotent; it flushes what was accepted,
 // then half-closes (ActCloseSend); the connection's end, whatever its code,
-// closes the stream (ActAbort, ActFinished with a nil error); ingest after
+// closes the stream (ActAbort, ActFinished with a nil error), and an
+// UNAUTHENTICATED end also invalidates the credentials (§5.5); ingest after
 // Close is ErrClosed.
 func TestRuleClose(t *testing.T) {
 	codes := []core.Code{core.CodeOK, core.CodeUnavailable, core.CodeInternal, core.CodeInvalidArgument, core.CodeUnauthenticated, core.CodeCanceled}
@@ -1863,8 +1864,14 @@ func TestRuleClose(t *testing.T) {
 					}
 					conn := h.m.Conn()
 					acts = h.drop(code)
-					wantKinds(t, acts, core.ActAbort, core.ActFinished)
-					if acts[0].Conn != conn || acts[1].Err != nil {
+					if code == core.CodeUnauthenticated {
+						// The close still succeeds, and the rejected
+						// credentials are dropped (§5.5).
+						wantKinds(t, acts, core.ActAbort, core.ActInvalidateCredentials, core.ActFinished)
+					} else {
+						wantKinds(t, acts, core.ActAbort, core.ActFinished)
+					}
+					if acts[0].Conn != conn || acts[len(acts)-1].Err != nil {
 						t.Errorf("end: %+v", acts)
 					}
 					h.wantState(fsm.Closed)

@@ -1,0 +1,3 @@
+module github.com/zbstream/zbstream/internal/tools/mutate
+
+go 1.26.0
