@@ -146,7 +146,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.startServer(ctx); err != nil {
 		return err
 	}
-	defer func() { d.server.kill() }()
+	defer func() { d.server.abandon() }()
 	fmt.Fprintf(d.out, "server: %s (bolt engine in %s, strict duplicates on)\n", d.cfg.Addr, d.cfg.DataDir)
 
 	if !d.cfg.Ephemeral {
@@ -193,7 +193,7 @@ func (d *demo) runClient(ctx context.Context, serverKills, clientKills *int) (bo
 	if err != nil {
 		return false, err
 	}
-	defer c.kill()
+	defer c.abandon()
 	d.mu.Lock()
 	d.statuses = append(d.statuses, demoStatus{Durable: d.cfg.StartAt})
 	d.mu.Unlock()
@@ -216,7 +216,7 @@ func (d *demo) runClient(ctx context.Context, serverKills, clientKills *int) (bo
 			}
 			if *clientKills < d.cfg.KillClient && st.Durable >= killClientAt {
 				*clientKills++
-				c.kill()
+				c.abandon()
 				return false, nil
 			}
 		}
@@ -252,7 +252,7 @@ func (d *demo) startServer(ctx context.Context) error {
 }
 
 func (d *demo) restartServer(ctx context.Context) error {
-	d.server.kill()
+	d.server.kill() // its lines are read to the end by startServer's reader
 	d.count("server SIGKILL")
 	fmt.Fprintln(d.out, "  server process killed with SIGKILL; restarting it on the same data")
 	time.Sleep(200 * time.Millisecond) // the client notices the server is gone
@@ -398,20 +398,25 @@ func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
 	}()
 	go func() {
 		<-ctx.Done()
-		c.kill()
+		c.abandon()
 	}()
 	return c, nil
 }
 
-// kill ends the process with SIGKILL (once) and reaps it.
+// kill ends the process with SIGKILL (once). Whoever reads its lines goes
+// on reading them: the lines it wrote before it died are still to come.
 func (c *child) kill() {
-	c.once.Do(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGKILL)
-		go func() {
-			for range c.lines {
-			}
-		}()
-	})
+	c.once.Do(func() { _ = c.cmd.Process.Signal(syscall.SIGKILL) })
+}
+
+// abandon kills the process and discards whatever lines it has left, for a
+// caller that reads no more of them (so that the process is reaped).
+func (c *child) abandon() {
+	c.kill()
+	go func() {
+		for range c.lines {
+		}
+	}()
 }
 
 // stop ends the process with SIGTERM and waits for it.

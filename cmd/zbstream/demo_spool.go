@@ -42,7 +42,7 @@ func (d *demo) runSpool(ctx context.Context) error {
 	if err := d.startServer(ctx); err != nil {
 		return err
 	}
-	defer func() { d.server.kill() }()
+	defer func() { d.server.abandon() }()
 	fmt.Fprintf(d.out, "server: %s (bolt engine in %s, strict duplicates on); client spool in %s\n", d.cfg.Addr, d.cfg.DataDir, spoolDir(d.cfg))
 	id, err := d.createStream(ctx)
 	if err != nil {
@@ -93,7 +93,7 @@ func (d *demo) runSpoolClient(ctx context.Context, sc *spoolScore, rng *rand.Ran
 	if err != nil {
 		return false, err
 	}
-	defer c.kill()
+	defer c.abandon()
 	sc.mu.Lock()
 	sc.procs++
 	sc.mu.Unlock()
