@@ -58,3 +58,21 @@ func TestFailFromDriver(t *testing.T) {
 		t.Fatalf("second Fail emitted %v", acts)
 	}
 }
+
+// TestFailStoresTime: Fail is an input like any other: once it acted, an
+// input with an earlier instant is time going backwards.
+func TestFailStoresTime(t *testing.T) {
+	cfg := core.DefaultConfig(core.Ephemeral, core.RecordJSON)
+	m, err := core.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Open(0)
+	m.Poll(nil)
+	if err := m.Fail(10, errors.New("abandoned")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(5); !errors.Is(err, core.ErrTimeBackwards) {
+		t.Fatalf("Close at 5 after Fail at 10: %v, want ErrTimeBackwards", err)
+	}
+}
