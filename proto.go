@@ -28,7 +28,7 @@ func describe(m proto.Message) (*protoDescriptor, error) {
 		return nil, &ConfigError{Field: "ProtoMessage", Reason: "must not be nil"}
 	}
 	md := m.ProtoReflect().Descriptor()
-	if err := selfContained(md, md.FullName()); err != nil {
+	if err := CheckProtoDescriptor(md); err != nil {
 		return nil, err
 	}
 	b, err := proto.Marshal(protodesc.ToDescriptorProto(md))
@@ -36,6 +36,16 @@ func describe(m proto.Message) (*protoDescriptor, error) {
 		return nil, fmt.Errorf("zbstream: encoding the descriptor of %s: %w", md.FullName(), err)
 	}
 	return &protoDescriptor{name: md.FullName(), bytes: b}, nil
+}
+
+// CheckProtoDescriptor reports whether md can describe the records of a
+// proto stream: the server is given one DescriptorProto, so every message
+// and enum its fields use must be md itself or nested in it. A type outside
+// it is a *ConfigError naming the field. WithProtoMessage makes the same
+// check; call this to refuse a message type before anything else (when it
+// comes from a descriptor set, say).
+func CheckProtoDescriptor(md protoreflect.MessageDescriptor) error {
+	return selfContained(md, md.FullName())
 }
 
 // selfContained checks that every message and enum field of md (and of its

@@ -13,7 +13,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -23,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -204,40 +204,15 @@ func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error
 	if !ok {
 		return nil, usageErr("-proto-message %s: not a message in %s", name, path)
 	}
-	if err := ingestSelfContained(md, md.FullName()); err != nil {
-		return nil, err
+	// Refused before anything else, rather than when the stream is created.
+	if err := zbstream.CheckProtoDescriptor(md); err != nil {
+		var ce *zbstream.ConfigError
+		if errors.As(err, &ce) {
+			return nil, usageErr("-proto-message %s: %s", name, ce.Reason)
+		}
+		return nil, usageErr("-proto-message %s: %v", name, err)
 	}
 	return md, nil
-}
-
-// ingestSelfContained refuses a message whose fields refer to a message or enum
-// not nested in it: the server is given one DescriptorProto, so it could
-// not resolve them (zbstream.WithProtoMessage refuses it too, but only
-// when the stream is created; this says so before anything else).
-func ingestSelfContained(md protoreflect.MessageDescriptor, root protoreflect.FullName) error {
-	fields := md.Fields()
-	for i := range fields.Len() {
-		fd := fields.Get(i)
-		var ref protoreflect.FullName
-		switch {
-		case fd.Message() != nil:
-			ref = fd.Message().FullName()
-		case fd.Enum() != nil:
-			ref = fd.Enum().FullName()
-		default:
-			continue
-		}
-		if ref != root && !strings.HasPrefix(string(ref), string(root)+".") {
-			return usageErr("-proto-message %s: field %s refers to %s, which is not nested in %s; the server is given one message descriptor, so nest the type", root, fd.FullName(), ref, root)
-		}
-	}
-	nested := md.Messages()
-	for i := range nested.Len() {
-		if err := ingestSelfContained(nested.Get(i), root); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // ingestSource opens an input file and reads its records.
