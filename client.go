@@ -3,6 +3,7 @@ package zbstream
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"sync"
@@ -188,9 +189,5 @@ func newRequestID() string {
 func randomSeed() uint64 {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	var s uint64
-	for _, x := range b {
-		s = s<<8 | uint64(x)
-	}
-	return s
+	return binary.LittleEndian.Uint64(b[:])
 }
