@@ -29,11 +29,11 @@ type conn struct {
 	h      Conn // set once Open returned
 	wake   chan struct{}
 
-	aborted   bool // the machine has left this connection
-	ended     bool // Observer.Disconnected was called for it
-	closeSend bool // the machine asked for a half-close
-	idle      bool // the sender waits for wake: only then is it woken
-	sending   bool // the sender is writing a batch it has not reported yet
+	aborted      bool // the machine has left this connection
+	disconnected bool // Observer.Disconnected was called for it
+	closeSend    bool // the machine asked for a half-close
+	idle         bool // the sender waits for wake: only then is it woken
+	sending      bool // the sender is writing a batch it has not reported yet
 
 	// The connection's end, held while messages before it wait behind a
 	// send in progress (see ended).
@@ -271,7 +271,7 @@ func (s *Stream) endNow(c *conn, err error) {
 	if errors.As(err, &ce) {
 		cause = ce.Err
 	}
-	c.ended = true
+	c.disconnected = true
 	s.opts.Observer.Disconnected(code)
 	s.logInfo("connection ended", "conn", c.id, "code", code.String(), "error", err)
 	if err := s.m.ConnectionFailed(s.at, c.id, code, cause); err != nil {

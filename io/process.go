@@ -41,10 +41,10 @@ func (s *Stream) apply(a *core.Action) {
 		c.notify()
 	case core.ActAbort:
 		c := s.conn(a)
-		if c.h != nil && !c.ended {
+		if c.h != nil && !c.disconnected {
 			// The machine left a live connection itself: a rotation, a
 			// timeout, the end of the stream.
-			c.ended = true
+			c.disconnected = true
 			s.opts.Observer.Disconnected(core.CodeCanceled)
 		}
 		if c.started {
