@@ -198,3 +198,21 @@ func TestObserverConnectionsPair(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushAfterFailure: a flush on a failed stream reports the failure,
+// also when every record it accepted was durable before the stream failed.
+func TestFlushAfterFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newScripted(nil)
+		s, c := openScripted(t, tr, config(core.Persistent), streamio.Options{})
+		ingest(t, s, 0, 0)
+		settle(time.Second)
+		c.resp <- ackOf(0)
+		settle(time.Second)
+		c.resp <- ackOf(7) // above anything sent: the stream fails
+		settle(time.Second)
+		wantViolation(t, "ack 7", s.Err(), core.AckAboveSent)
+		wantIs(t, "flush after the failure", s.Flush(context.Background()), core.ErrStreamFailed)
+		_ = s.Close(context.Background())
+	})
+}
