@@ -216,3 +216,15 @@ func TestFlushAfterFailure(t *testing.T) {
 		_ = s.Close(context.Background())
 	})
 }
+
+// TestWaitNotAnOffset: an offset below core.NoOffset was never assigned.
+func TestWaitNotAnOffset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := openScripted(t, newScripted(nil), config(core.Ephemeral), streamio.Options{})
+		wantIs(t, "Wait(-2)", s.Wait(context.Background(), -2), streamio.ErrNeverAssigned)
+		if err := s.Wait(context.Background(), core.NoOffset); err != nil {
+			t.Fatalf("Wait(NoOffset): %v", err)
+		}
+		_ = s.Close(context.Background())
+	})
+}
