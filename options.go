@@ -251,3 +251,13 @@ func WithOnFail(f func(offset int64, err error)) StreamOption {
 func WithCallbackQueue(n int) StreamOption {
 	return func(o *streamOptions) error { o.io.CallbackQueue = n; return nil }
 }
+
+// WithNoCopy keeps ingested records by reference instead of copying them
+// (see streamio.Options.NoCopy): it saves one copy per record, and the
+// caller must then not modify a record, or a batch's slice, until its
+// offset is durable or failed. By default the stream keeps copies outside
+// the Go heap, so that buffers may be reused at once and the in-flight
+// byte bound is what the records cost in memory.
+func WithNoCopy() StreamOption {
+	return func(o *streamOptions) error { o.io.NoCopy = true; return nil }
+}

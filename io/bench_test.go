@@ -19,28 +19,35 @@ import (
 // ns/record is reported beside it. acks=merged is a server that merges the
 // acks a client has not read yet (acks are cumulative; the reference server
 // does so), acks=every one that sends and delivers one ack per call.
+// copy=arena is the default, where the stream copies every record;
+// copy=none is Options.NoCopy.
 func BenchmarkDriverIngest(b *testing.B) {
 	for _, merge := range []bool{true, false} {
-		for _, batch := range []int{1, 100} {
-			for _, producers := range []int{1, 8} {
-				acks := "every"
-				if merge {
-					acks = "merged"
+		for _, noCopy := range []bool{false, true} {
+			for _, batch := range []int{1, 100} {
+				for _, producers := range []int{1, 8} {
+					acks, cp := "every", "arena"
+					if merge {
+						acks = "merged"
+					}
+					if noCopy {
+						cp = "none"
+					}
+					b.Run(fmt.Sprintf("acks=%s/copy=%s/batch=%d/goroutines=%d", acks, cp, batch, producers), func(b *testing.B) {
+						benchDriver(b, merge, noCopy, batch, producers)
+					})
 				}
-				b.Run(fmt.Sprintf("acks=%s/batch=%d/goroutines=%d", acks, batch, producers), func(b *testing.B) {
-					benchDriver(b, merge, batch, producers)
-				})
 			}
 		}
 	}
 }
 
-func benchDriver(b *testing.B, mergeAcks bool, batch, producers int) {
+func benchDriver(b *testing.B, mergeAcks, noCopy bool, batch, producers int) {
 	srv := memtransport.NewServer(memtransport.Options{AckOnly: true, MergeAcks: mergeAcks})
 	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)
 	cfg.ClientRequestID = "bench"
 	ctx := context.Background()
-	s, err := streamio.Open(ctx, srv.Transport(), cfg, streamio.Options{})
+	s, err := streamio.Open(ctx, srv.Transport(), cfg, streamio.Options{NoCopy: noCopy})
 	if err != nil {
 		b.Fatal(err)
 	}

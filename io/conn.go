@@ -34,6 +34,8 @@ type conn struct {
 	closeSend    bool // the machine asked for a half-close
 	idle         bool // the sender waits for wake: only then is it woken
 	sending      bool // the sender is writing a batch it has not reported yet
+	senderLive   bool // the sender goroutine runs
+	stray        bool // the sender outlives the connection: counted in Stream.strays
 
 	// The connection's end, held while messages before it wait behind a
 	// send in progress (see ended).
@@ -50,6 +52,9 @@ type conn struct {
 	sent       atomic.Int64 // highest wire offset whose Send returned; written by the sender alone
 	deferred   []heldMessage
 	held       atomic.Bool // deferred is not empty: the sender reports after every Send
+
+	backlog   atomic.Int64 // bytes handed to the sender and not yet written (see SendBacklog)
+	throttled atomic.Bool  // callers wait for the backlog to drain
 }
 
 // notify wakes the sender if it sleeps. The caller holds the stream's
@@ -76,6 +81,7 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	c.base = a.Offset - a.Wire
 	c.dispatched = a.Wire
 	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records})
+	c.backlog.Add(callSize(&c.queue[len(c.queue)-1]))
 	c.notify()
 }
 
@@ -136,6 +142,7 @@ func (s *Stream) runConn(c *conn) {
 	}
 	c.h = h
 	s.opts.Observer.Connected(c.req.Resume)
+	c.senderLive = true
 	s.wg.Add(1)
 	go s.sendLoop(c)
 	s.mu.Unlock()
@@ -290,6 +297,7 @@ func (s *Stream) broken(err error) {
 // reports each send, until the connection is aborted or half-closed.
 func (s *Stream) sendLoop(c *conn) {
 	defer s.wg.Done()
+	defer s.senderExited(c)
 	s.mu.Lock()
 	for {
 		// Held here: the lock taken to report the last batch also takes
@@ -332,6 +340,7 @@ func (s *Stream) sendLoop(c *conn) {
 				return
 			}
 			c.sent.Store(batch[i].Wire)
+			s.wrote(c, callSize(&batch[i]))
 			if c.held.Load() {
 				s.lock()
 				s.reportSent(c)
@@ -345,5 +354,19 @@ func (s *Stream) sendLoop(c *conn) {
 		clear(batch)
 		c.spare = batch[:0]
 		s.process()
+	}
+}
+
+// senderExited records that c's sender has stopped: once no sender of a
+// connection the stream has left runs, arena memory held back for them is
+// given back.
+func (s *Stream) senderExited(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.senderLive = false
+	if c.stray {
+		c.stray = false
+		s.strays--
+		s.giveBack()
 	}
 }

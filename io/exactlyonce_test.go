@@ -24,6 +24,12 @@ import (
 // resumes it by id, replaying the source from the watermark). The server's
 // log must hold every source record exactly once, in order.
 //
+// Even seeds ingest through the stream's copies and reuse one slice and one
+// set of record buffers for every call, scribbling over them as soon as a
+// call returns: a record the driver kept by reference, or memory it gave
+// back too early, would reach the server's log scribbled. Odd seeds run
+// with Options.NoCopy and fresh buffers.
+//
 // ZBSTREAM_DRIVER_SEEDS sets how many seeds run (default 20);
 // ZBSTREAM_DRIVER_SEED replays one.
 func TestExactlyOnceUnderFaults(t *testing.T) {
@@ -103,6 +109,8 @@ func runExactlyOnce(seed uint64) (eoCounts, error) {
 	cfg.Seed = seed
 	cfg.MaxInflightCalls = 1 + rng.IntN(64)
 
+	noCopy := seed%2 == 1
+	var reused [][]byte // the slice and buffers every call reuses, when copying
 	next := 0           // next source record to ingest
 	var streamID string // empty until the first create
 	// sourceEnd maps each accepted offset to the source position after its
@@ -112,7 +120,7 @@ func runExactlyOnce(seed uint64) (eoCounts, error) {
 	for next < total {
 		c := cfg
 		c.StreamID = streamID
-		s, err := streamio.Open(ctx, srv.Transport(), c, streamio.Options{})
+		s, err := streamio.Open(ctx, srv.Transport(), c, streamio.Options{NoCopy: noCopy})
 		if err != nil {
 			return n, fmt.Errorf("open (restart %d): %w", n.restarts, err)
 		}
@@ -140,12 +148,23 @@ func runExactlyOnce(seed uint64) (eoCounts, error) {
 		for next < total && next < stop {
 			size := min(1+rng.IntN(5), total-next)
 			recs := make([][]byte, size)
+			if !noCopy {
+				for len(reused) < size {
+					reused = append(reused, nil)
+				}
+				recs = reused[:size] // its buffers are those of earlier calls
+			}
 			for i := range recs {
-				recs[i] = sourceRecord(next + i)
+				recs[i] = append(recs[i][:0], sourceRecord(next+i)...)
 			}
 			off, err := s.IngestBatch(ctx, recs)
 			if err != nil {
 				return n, fmt.Errorf("ingest at source %d: %w", next, err)
+			}
+			if !noCopy {
+				for i := range recs {
+					recs[i] = append(recs[i][:0], `{"scribbled":true}`...)
+				}
 			}
 			next += len(recs)
 			sourceEnd[off] = next

@@ -8,12 +8,15 @@ import (
 )
 
 // IngestRecord accepts one record and returns its offset once the record is
-// accepted (not yet durable: see Wait and Flush). The record is kept by
-// reference until it is durable or failed; the caller must not modify it.
+// accepted (not yet durable: see Wait and Flush). The stream keeps a copy:
+// the caller may reuse record as soon as IngestRecord returns (with
+// Options.NoCopy, it is kept by reference until durable or failed, and the
+// caller must not modify it until then).
 //
 // When the window of unacknowledged calls is full, or callbacks lag
-// Options.CallbackQueue offsets behind, IngestRecord blocks until there is
-// room or ctx ends. A record larger than the per-call limit is refused with
+// Options.CallbackQueue offsets behind, or the connection's sender is
+// SendBacklog bytes behind, IngestRecord blocks until there is room or ctx
+// ends. A record larger than the per-call limit is refused with
 // a *core.LimitError; after Close, core.ErrClosed; after a failure, an error
 // wrapping core.ErrStreamFailed and the cause.
 func (s *Stream) IngestRecord(ctx context.Context, record []byte) (int64, error) {
@@ -23,9 +26,10 @@ func (s *Stream) IngestRecord(ctx context.Context, record []byte) (int64, error)
 // IngestBatch accepts records as one call under one offset, which it
 // returns; every record of the batch lands together. An empty batch gets no
 // offset: core.NoOffset and a nil error. Otherwise it behaves as
-// IngestRecord. Both the slice and its records are kept by reference until
-// the call is durable or failed: do not modify or reuse either before then
-// (a new slice per call is the simple way).
+// IngestRecord: the stream copies the records, and the caller may reuse
+// the slice and the records at once. With Options.NoCopy both are kept by
+// reference until the call is durable or failed: do not modify or reuse
+// either before then (a new slice per call is the simple way).
 func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, error) {
 	return s.ingest(ctx, nil, records, true)
 }
@@ -41,10 +45,12 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 		switch {
 		case s.cb.full() && !s.m.State().Terminal():
 			err = core.ErrWindowFull
+		case s.backlogged():
+			err = core.ErrWindowFull // the same wait, for the sender
 		case batch:
-			off, err = s.m.IngestBatch(s.at, s.rt, many)
+			off, err = s.acceptBatch(many)
 		default:
-			off, err = s.m.IngestRecord(s.at, s.rt, one)
+			off, err = s.acceptRecord(one)
 		}
 		if err == nil {
 			if off != core.NoOffset {
@@ -81,4 +87,35 @@ func (s *Stream) accepted(n int, size int64) {
 	s.stats.Accepted++
 	s.stats.Records += int64(n)
 	s.opts.Observer.Accepted(n, size)
+}
+
+// acceptRecord gives one record to the machine: a copy in the arena, or
+// the record itself with Options.NoCopy or when the machine will refuse it
+// anyway (too large, or the stream has ended). The caller holds s.mu.
+func (s *Stream) acceptRecord(r []byte) (int64, error) {
+	if s.arena == nil || s.finished || int64(len(r)) > s.maxCall {
+		return s.m.IngestRecord(s.at, s.rt, r)
+	}
+	m := s.arena.mark()
+	off, err := s.m.IngestRecord(s.at, s.rt, s.arena.copyRecord(r))
+	s.arena.settle(m, off, err)
+	return off, err
+}
+
+// acceptBatch is acceptRecord for a batch.
+func (s *Stream) acceptBatch(records [][]byte) (int64, error) {
+	if s.arena == nil || s.finished || len(records) == 0 {
+		return s.m.IngestBatch(s.at, s.rt, records)
+	}
+	var size int64
+	for _, r := range records {
+		size += int64(len(r))
+	}
+	if size > s.maxCall {
+		return s.m.IngestBatch(s.at, s.rt, records)
+	}
+	m := s.arena.mark()
+	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records))
+	s.arena.settle(m, off, err)
+	return off, err
 }

@@ -51,6 +51,16 @@ type Options struct {
 	// Observer, when set, is told of the same events as numbers, for
 	// metrics (see Observer).
 	Observer Observer
+	// NoCopy keeps ingested records by reference instead of copying them:
+	// the caller must then not modify a record, or a batch's slice, until
+	// its offset is durable or failed. It saves one copy per record. By
+	// default the stream copies each record into memory of its own,
+	// outside the Go heap where the platform allows (Unix), so that the
+	// caller may reuse its buffers at once and the in-flight bound costs
+	// what it says: records kept on the heap count twice against a
+	// process's memory, as the collector lets the heap grow to about
+	// twice what is live.
+	NoCopy bool
 }
 
 // Observer receives a stream's events for metrics: wire it to Prometheus,

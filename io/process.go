@@ -51,8 +51,16 @@ func (s *Stream) apply(a *core.Action) {
 			// Writes that returned but were never reported still went out.
 			s.countSent(c, c.sent.Load())
 		}
+		if c.senderLive {
+			c.stray = true
+			s.strays++
+		}
 		c.abort()
 		delete(s.conns, a.Conn)
+		if s.live == c {
+			s.live = nil
+			signal(&s.space) // callers waiting for its sender wait no more
+		}
 	case core.ActComplete:
 		n := a.Last - a.Offset + 1
 		if a.Reconciled {
@@ -62,6 +70,7 @@ func (s *Stream) apply(a *core.Action) {
 			s.stats.Acknowledged += n
 		}
 		s.opts.Observer.Completed(n, a.Reconciled)
+		s.giveBack()
 		s.cb.push(a.Offset, a.Last, nil)
 		signal(&s.progress)
 		s.signalRoom()
@@ -75,6 +84,7 @@ func (s *Stream) apply(a *core.Action) {
 	case core.ActInvalidateCredentials:
 		s.t.InvalidateCredentials()
 	case core.ActFinished:
+		s.finished = true
 		s.err = a.Err
 		s.timer.Stop()
 		s.timerArmed = false
@@ -87,6 +97,15 @@ func (s *Stream) apply(a *core.Action) {
 		} else {
 			s.logInfo("stream closed", "stream_id", s.m.StreamID())
 		}
+	}
+}
+
+// giveBack recycles the arena's memory of durable calls, unless the sender
+// of a connection the stream has left may still be reading it. The caller
+// holds s.mu.
+func (s *Stream) giveBack() {
+	if s.arena != nil && s.strays == 0 {
+		s.arena.giveBack(s.m.AckFloor())
 	}
 }
 
@@ -115,6 +134,7 @@ func (s *Stream) startConn(a *core.Action) {
 		},
 	}
 	s.conns[a.Conn] = c
+	s.live = c
 	if s.stats.Opens > 0 {
 		s.stats.Reconnects++
 	}

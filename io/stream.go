@@ -3,6 +3,7 @@ package io
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -30,6 +31,7 @@ type Stream struct {
 	m     *core.Machine
 	acts  []core.Action
 	conns map[core.ConnID]*conn
+	live  *conn // the connection the machine uses, if any
 
 	timer      *time.Timer
 	timerAt    core.Instant
@@ -37,6 +39,16 @@ type Stream struct {
 
 	sentHigh int64 // highest offset ever written: a write at or below it is a resend
 	stats    Stats
+
+	// arena holds the copies of accepted records (nil with
+	// Options.NoCopy); maxCall is the machine's per-call limit, checked
+	// before a copy is made. strays counts the senders of connections the
+	// stream has left that may still be in a Send: while any runs, no
+	// arena memory is given back.
+	arena    *recordArena
+	maxCall  int64
+	strays   int
+	finished bool // the machine has finished: no call is accepted any more
 
 	// progress and space are closed, and cleared, when waiters may have
 	// something to see: offsets completed or failed (progress), room in the
@@ -90,7 +102,15 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		opened:   make(chan struct{}),
 		lowCalls: cfg.MaxInflightCalls - cfg.MaxInflightCalls/8,
 		lowBytes: cfg.MaxInflightBytes - cfg.MaxInflightBytes/8,
+		maxCall:  cfg.MaxCallBytes,
 		done:     make(chan struct{}),
+	}
+	if !opts.NoCopy {
+		s.arena = newRecordArena(cfg.MaxInflightBytes)
+		// A stream dropped without Close, or closed with records still
+		// unacknowledged (they stay readable through Unacked), releases
+		// its arena when nothing refers to it any more.
+		runtime.AddCleanup(s, (*recordArena).free, s.arena)
 	}
 	s.timer.Stop()
 	s.cb.init(s, opts)
@@ -134,6 +154,13 @@ func (s *Stream) release(ctx context.Context) {
 	<-s.done
 	s.cb.drain(ctx, s.opts.CallbackDrain)
 	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if calls, _ := s.m.Pending(); calls == 0 && s.arena != nil {
+		// Nothing reads the copies now: release them at once rather than
+		// when the stream is collected.
+		s.arena.free()
+	}
 }
 
 // lock takes the stream's mutex for an input to the machine and reads the
@@ -191,9 +218,34 @@ func (s *Stream) LastAssigned() int64 {
 
 // Unacked returns every accepted call that is not durable, in offset order,
 // grouped as it was ingested. After Close or a failure these are the records
-// the application still owns, and every call returns the same list.
+// the application still owns, and every call returns the same list. The
+// records are copies the caller may keep (with Options.NoCopy, the slices
+// it ingested).
 func (s *Stream) Unacked() []core.Batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m.Unacked(nil)
+	batches := s.m.Unacked(nil)
+	if s.arena != nil {
+		for i := range batches {
+			batches[i].Records = cloneRecords(batches[i].Records)
+		}
+	}
+	return batches
+}
+
+// cloneRecords copies records out of the arena onto the heap, in one
+// allocation for the bytes.
+func cloneRecords(records [][]byte) [][]byte {
+	n := 0
+	for _, r := range records {
+		n += len(r)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(records))
+	for i, r := range records {
+		start := len(buf)
+		buf = append(buf, r...)
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
 }

@@ -1,0 +1,107 @@
+package io
+
+// recordArena holds the stream's copies of the records it has accepted and
+// not yet seen durable.
+//
+// Why copies, and why here: a stream must keep every record until it is
+// acknowledged, to send it again after a reconnect. Kept on the Go heap,
+// those records count as live heap, and the garbage collector lets the heap
+// grow to about twice the live heap before it collects: a 64 MiB in-flight
+// bound then costs some 130 MiB of heap plus whatever the application
+// allocates. The arena keeps the copies in memory the collector does not
+// manage (anonymous mappings, where the platform has them; see
+// arena_unix.go), so the bound costs what it says, and the caller may reuse
+// its buffer as soon as an ingest call returns.
+//
+// Bytes and the headers of batches come from two slabs, taken as calls are
+// accepted and given back as offsets become durable. A block is given back
+// only once nothing can read it any more: the current connection's sender
+// has returned from every Send of a durable call (acks are held until it
+// has), and the sender of a connection the stream has left may still be in
+// a Send, so while one runs (Stream.strays) nothing is given back.
+type recordArena struct {
+	bytes   slab[byte]
+	headers slab[[]byte]
+}
+
+const (
+	// arenaMinBlock and arenaMaxBlock bound the size of a block of record
+	// bytes: 1/64 of the in-flight byte bound, within these.
+	arenaMinBlock = 64 << 10
+	arenaMaxBlock = 1 << 20
+	// arenaHeaders is the number of record headers in a block of them.
+	arenaHeaders = 4096
+	// arenaSpare is how many emptied blocks of each kind a stream keeps
+	// for reuse at least; a stream keeps more, up to arenaSpareShare of its
+	// in-flight byte bound, as one ack often makes many blocks durable at
+	// once, and a block mapped afresh costs a page fault per page.
+	arenaSpare      = 2
+	arenaSpareShare = 4 // keep up to 1/4 of the bound
+)
+
+func newRecordArena(maxInflightBytes int64) *recordArena {
+	size := int(min(max(maxInflightBytes/64, arenaMinBlock), arenaMaxBlock))
+	size &^= arenaMinBlock - 1 // a multiple of any page size
+	spare := max(arenaSpare, int(maxInflightBytes/arenaSpareShare/int64(size)))
+	return &recordArena{
+		bytes:   newSlab(size, spare, mapBytes, unmapBytes),
+		headers: newSlab(arenaHeaders, arenaSpare, func(n int) [][]byte { return make([][]byte, n) }, func([][]byte) {}),
+	}
+}
+
+// arenaMark is where the arena stood before an ingest call copied into it.
+type arenaMark struct{ bytes, headers slabMark }
+
+func (a *recordArena) mark() arenaMark {
+	return arenaMark{a.bytes.mark(), a.headers.mark()}
+}
+
+// copyRecord returns a copy of r in the arena.
+func (a *recordArena) copyRecord(r []byte) []byte {
+	if len(r) == 0 {
+		return []byte{}
+	}
+	p := a.bytes.take(len(r))
+	copy(p, r)
+	return p
+}
+
+// copyBatch returns a copy of records, slice and records, in the arena.
+func (a *recordArena) copyBatch(records [][]byte) [][]byte {
+	if len(records) == 0 {
+		return records
+	}
+	h := a.headers.take(len(records))
+	for i, r := range records {
+		h[i] = a.copyRecord(r)
+	}
+	return h
+}
+
+// settle ends an ingest call that copied into the arena since m: what it
+// took belongs to offset off if the machine accepted the call, and is
+// given back at once if not.
+func (a *recordArena) settle(m arenaMark, off int64, err error) {
+	if err != nil || off < 0 {
+		a.bytes.undo(m.bytes)
+		a.headers.undo(m.headers)
+		return
+	}
+	a.bytes.commit(m.bytes, off)
+	a.headers.commit(m.headers, off)
+}
+
+// giveBack recycles the memory of every call at or below floor, the
+// highest durable offset. The caller makes sure no sender reads it.
+func (a *recordArena) giveBack(floor int64) {
+	a.bytes.giveBack(floor)
+	a.headers.giveBack(floor)
+}
+
+// free releases all the arena's memory. Nothing may read the copies any
+// more: the stream has ended, its goroutines have stopped and the machine
+// holds none of them, or nothing refers to the stream at all.
+func (a *recordArena) free() {
+	a.bytes.freeAll()
+	a.headers.freeAll()
+}

@@ -1,0 +1,90 @@
+package io_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/zbstream/zbstream/core"
+	streamio "github.com/zbstream/zbstream/io"
+)
+
+// bigRecord is a JSON record of 64 KiB.
+func bigRecord() []byte {
+	r := bytes.Repeat([]byte("x"), 64<<10)
+	copy(r, `{"x":"`)
+	copy(r[len(r)-2:], `"}`)
+	return r
+}
+
+// fillBacklog ingests 64 KiB records until the sender is more than
+// SendBacklog bytes behind, and returns how many it ingested.
+func fillBacklog(t *testing.T, s *streamio.Stream) int {
+	t.Helper()
+	n := streamio.SendBacklog/(64<<10) + 1
+	for i := range n {
+		if _, err := s.IngestRecord(context.Background(), bigRecord()); err != nil {
+			t.Fatalf("ingest %d: %v", i, err)
+		}
+	}
+	return n
+}
+
+// TestSendBacklogHoldsIngest: with a live connection whose sender is more
+// than SendBacklog bytes behind, ingest waits, although the window has room,
+// until the sender has caught up.
+func TestSendBacklogHoldsIngest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
+		n := fillBacklog(t, s)
+		next := async(func() error {
+			_, err := s.IngestRecord(context.Background(), bigRecord())
+			return err
+		})
+		settle(time.Second)
+		if _, done := poll(next); done {
+			t.Fatal("an ingest went in with the sender more than SendBacklog behind")
+		}
+		close(gate) // the sender writes everything
+		settle(time.Second)
+		if err, done := poll(next); !done || err != nil {
+			t.Fatalf("the sender caught up and the waiting ingest got %v (done %v)", err, done)
+		}
+		c.resp <- ackOf(int64(n))
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSendBacklogOnlyWhileConnected: when the connection whose sender is
+// behind ends, the callers waiting for it go on, and without a live
+// connection only the window bounds ingest.
+func TestSendBacklogOnlyWhileConnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		tr := newScripted(gate)
+		cfg := config(core.Persistent)
+		cfg.MaxInflightCalls = 1000
+		s, c := openScripted(t, tr, cfg, streamio.Options{})
+		fillBacklog(t, s)
+		next := async(func() error {
+			_, err := s.IngestRecord(context.Background(), bigRecord())
+			return err
+		})
+		synctest.Wait()
+		c.cancel() // the server ends the call; the stream backs off before it resumes
+		if err, done := poll(next); !done || err != nil {
+			t.Fatalf("the connection ended and the waiting ingest got %v (done %v)", err, done)
+		}
+		for i := range 100 { // still no connection: nothing holds these back
+			if _, err := s.IngestRecord(context.Background(), bigRecord()); err != nil {
+				t.Fatalf("ingest %d while disconnected: %v", i, err)
+			}
+		}
+		_ = s.Close(context.Background()) // records never acknowledged: a failure
+	})
+}

@@ -1,0 +1,168 @@
+package io
+
+import (
+	"testing"
+
+	"github.com/zbstream/zbstream/core"
+)
+
+// countedSlab is a slab of bytes over the heap that counts its blocks.
+type countedSlab struct {
+	slab[byte]
+	allocs, frees int
+}
+
+func newCountedSlab(size, spare int) *countedSlab {
+	c := &countedSlab{}
+	c.slab = newSlab(size, spare,
+		func(n int) []byte { c.allocs++; return make([]byte, n) },
+		func([]byte) { c.frees++ })
+	return c
+}
+
+// takeFor takes n bytes for offset off, as one ingest call.
+func (c *countedSlab) takeFor(t *testing.T, off int64, n int) []byte {
+	t.Helper()
+	m := c.mark()
+	p := c.take(n)
+	if len(p) != n || cap(p) != n {
+		t.Fatalf("take(%d): len %d cap %d", n, len(p), cap(p))
+	}
+	c.commit(m, off)
+	return p
+}
+
+func TestSlabTakesInOrderAndRecyclesWholeBlocks(t *testing.T) {
+	s := newCountedSlab(100, 1)
+	a := s.takeFor(t, 0, 60)
+	b := s.takeFor(t, 1, 60) // does not fit after a: a second block
+	c := s.takeFor(t, 2, 30) // fits after b
+	if s.allocs != 2 || len(s.blocks) != 2 {
+		t.Fatalf("3 calls of 60, 60, 30 in blocks of 100: %d allocations, %d blocks; want 2 and 2", s.allocs, len(s.blocks))
+	}
+	if &s.blocks[1].buf[0] != &b[0] || &s.blocks[1].buf[60] != &c[0] {
+		t.Fatal("a call that fits in the block being filled was not placed right after the last one")
+	}
+	copy(a, "a")
+	s.giveBack(0) // offset 0 durable: the first block holds nothing else
+	if len(s.blocks) != 1 || len(s.spare) != 1 {
+		t.Fatalf("after offset 0: %d blocks, %d spare; want 1 and 1", len(s.blocks), len(s.spare))
+	}
+	s.giveBack(1) // the block being filled still holds offset 2
+	if len(s.blocks) != 1 || s.blocks[0].used != 90 {
+		t.Fatalf("after offset 1: %d blocks, used %d; want the block kept as it is", len(s.blocks), s.blocks[0].used)
+	}
+	s.giveBack(2) // all durable: the block is filled again from its start
+	if len(s.blocks) != 1 || s.blocks[0].used != 0 || s.blocks[0].last != core.NoOffset {
+		t.Fatalf("after offset 2: %d blocks, used %d, last %d", len(s.blocks), s.blocks[0].used, s.blocks[0].last)
+	}
+	s.takeFor(t, 3, 90)
+	s.takeFor(t, 4, 90) // the spare block serves this one
+	if s.allocs != 2 {
+		t.Fatalf("a spare block was there and the slab allocated: %d allocations", s.allocs)
+	}
+}
+
+func TestSlabCommitMarksOnlyBlocksTheCallUsed(t *testing.T) {
+	s := newCountedSlab(100, 4)
+	s.takeFor(t, 0, 90)
+	m := s.mark()
+	s.take(50) // a new block: the first got nothing of this call
+	s.commit(m, 1)
+	if s.blocks[0].last != 0 || s.blocks[1].last != 1 {
+		t.Fatalf("lasts %d and %d, want 0 and 1", s.blocks[0].last, s.blocks[1].last)
+	}
+	m = s.mark()
+	s.take(40) // fits after the 50
+	s.take(40) // a third block: this call spans two
+	s.commit(m, 2)
+	if s.blocks[1].last != 2 || s.blocks[2].last != 2 {
+		t.Fatalf("a call spanning blocks 1 and 2: lasts %d and %d, want 2 and 2", s.blocks[1].last, s.blocks[2].last)
+	}
+	s.giveBack(1) // block 1 holds offset 2 too: only block 0 goes
+	if len(s.blocks) != 2 {
+		t.Fatalf("after offset 1: %d blocks, want 2", len(s.blocks))
+	}
+}
+
+func TestSlabUndo(t *testing.T) {
+	s := newCountedSlab(100, 4)
+	s.takeFor(t, 0, 70)
+	m := s.mark()
+	s.take(20)
+	s.take(50) // a new block
+	s.undo(m)
+	if len(s.blocks) != 1 || s.blocks[0].used != 70 || len(s.spare) != 1 {
+		t.Fatalf("after undo: %d blocks, used %d, %d spare; want 1, 70, 1", len(s.blocks), s.blocks[0].used, len(s.spare))
+	}
+	m = s.mark()
+	s.take(10)
+	s.undo(m)
+	if s.blocks[0].used != 70 {
+		t.Fatalf("undo within a block: used %d, want 70", s.blocks[0].used)
+	}
+	empty := newCountedSlab(100, 0)
+	m = empty.mark()
+	empty.take(10)
+	empty.undo(m)
+	if len(empty.blocks) != 0 || empty.frees != 1 {
+		t.Fatalf("undo on an empty slab with no spare room: %d blocks, %d frees", len(empty.blocks), empty.frees)
+	}
+}
+
+func TestSlabLargeCallsAndSpareBound(t *testing.T) {
+	s := newCountedSlab(100, 1)
+	s.takeFor(t, 0, 250) // larger than a block: one of its own
+	s.takeFor(t, 1, 10)  // does not fit in the large one's nothing left
+	s.takeFor(t, 2, 100)
+	s.takeFor(t, 3, 100)
+	if len(s.blocks) != 4 || len(s.blocks[0].buf) != 250 {
+		t.Fatalf("%d blocks, the first of %d; want 4, the first of 250", len(s.blocks), len(s.blocks[0].buf))
+	}
+	s.giveBack(3)
+	// The large block is freed, not kept; one standard block is kept
+	// spare, one is freed, and the last stays as the block being filled.
+	if s.frees != 2 || len(s.spare) != 1 || len(s.blocks) != 1 {
+		t.Fatalf("after everything is durable: %d frees, %d spare, %d blocks; want 2, 1, 1", s.frees, len(s.spare), len(s.blocks))
+	}
+	s.freeAll()
+	if s.frees != s.allocs {
+		t.Fatalf("freeAll: %d frees for %d allocations", s.frees, s.allocs)
+	}
+}
+
+func TestSlabLargeBlockBeingFilledIsFreed(t *testing.T) {
+	s := newCountedSlab(100, 4)
+	s.takeFor(t, 0, 500)
+	s.giveBack(0)
+	if len(s.blocks) != 0 || s.frees != 1 {
+		t.Fatalf("a large block, all durable: %d blocks left, %d frees; want it freed", len(s.blocks), s.frees)
+	}
+}
+
+func TestArenaCopies(t *testing.T) {
+	a := newRecordArena(64 << 20)
+	defer a.free()
+	if a.bytes.size != arenaMaxBlock {
+		t.Fatalf("block size for a 64 MiB bound: %d", a.bytes.size)
+	}
+	if small := newRecordArena(1 << 20); small.bytes.size != arenaMinBlock {
+		t.Fatalf("block size for a 1 MiB bound: %d", small.bytes.size)
+	}
+	m := a.mark()
+	rec := []byte("record")
+	batch := [][]byte{[]byte("one"), {}, []byte("three")}
+	c := a.copyRecord(rec)
+	b := a.copyBatch(batch)
+	a.settle(m, 0, nil)
+	rec[0], batch[0][0], batch[2] = 'X', 'X', nil
+	if string(c) != "record" || string(b[0]) != "one" || len(b[1]) != 0 || b[1] == nil || string(b[2]) != "three" {
+		t.Fatalf("copies changed with the originals: %q %q", c, b)
+	}
+	m = a.mark()
+	a.copyRecord([]byte("refused"))
+	a.settle(m, core.NoOffset, core.ErrWindowFull)
+	if a.bytes.blocks[0].used != len("record")+len("one")+len("three") {
+		t.Fatalf("a refused call kept its bytes: used %d", a.bytes.blocks[0].used)
+	}
+}
