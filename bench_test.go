@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -65,7 +67,11 @@ func benchRecord() []byte {
 	return rec
 }
 
-func reportRecords(b *testing.B, batch int) {
+// reportRecords reports records/s, and the CPU time the whole process
+// (client and server) spent per record since cpu0: the cost of the work,
+// less sensitive than wall time to other load on the machine.
+func reportRecords(b *testing.B, batch int, cpu0 time.Duration) {
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N*batch), "cpu-ns/record")
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
 	b.SetBytes(int64(1024 * batch))
 }
@@ -88,6 +94,7 @@ func benchClient(b *testing.B, endpoint string, batch int) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for range b.N {
 		if batch == 1 {
 			_, err = s.IngestRecord(ctx, rec)
@@ -102,7 +109,7 @@ func benchClient(b *testing.B, endpoint string, batch int) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	reportRecords(b, batch)
+	reportRecords(b, batch, cpu0)
 	if err := s.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -153,6 +160,7 @@ func benchRaw(b *testing.B, endpoint string, batch int) {
 	done := make(chan error, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	go func() { // the acks, until the last one
 		var resp ingestpb.PersistentStreamResponse
 		for {
@@ -176,7 +184,7 @@ func benchRaw(b *testing.B, endpoint string, batch int) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	reportRecords(b, batch)
+	reportRecords(b, batch, cpu0)
 	_ = st.CloseSend()
 }
 
@@ -187,4 +195,13 @@ func servertestContext(ctx context.Context) context.Context {
 
 func grpcMetadata(ctx context.Context, kv ...string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
+
+// processCPU returns the user and system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
