@@ -66,7 +66,7 @@ func newConn(ctx context.Context, cancel context.CancelFunc, req streamio.OpenRe
 
 // Send writes one ingest call: one record as an IngestRecordRequest, two or
 // more as an IngestRecordBatchRequest. JSON records travel as proto strings
-// that alias the application's bytes (no copy): the core keeps records
+// that alias the record bytes (no copy): the stream keeps records
 // unmodified until they are durable, and gRPC has encoded the message by
 // the time SendMsg returns.
 func (c *conn) Send(call streamio.Call) error {

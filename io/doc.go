@@ -26,6 +26,14 @@
 // durable. A stream that fails stays failed: every accepted record is
 // either completed once or failed once, and the failed ones stay in Unacked.
 //
+// Ingest copies the records: the caller may reuse its buffers as soon as
+// the call returns. The copies live outside the Go heap (on Unix), in
+// blocks given back as offsets become durable, so that the in-flight byte
+// bound is what in-flight records cost: records kept on the heap would
+// count as live heap, which the collector lets grow to twice its size.
+// Options.NoCopy keeps records by reference instead. Ingest also waits
+// while the connection's sender is more than SendBacklog bytes behind.
+//
 // # How it runs
 //
 // One mutex guards the core.Machine. Application goroutines take it to

@@ -52,8 +52,10 @@ type OpenRequest struct {
 // sent as an IngestRecordRequest) and Records (a batch of one or more,
 // sent as an IngestRecordBatchRequest when it holds two or more and as an
 // IngestRecordRequest when it holds one) is set. Wire is the offset_id to
-// put on the wire. The payload slices belong to the application: a
-// transport must not modify or retain them after Send returns.
+// put on the wire. The payload slices are the stream's copies of the
+// records (the application's own with Options.NoCopy): a transport must not
+// modify them, nor read them after Send returns, as the stream reuses their
+// memory once the call is durable.
 type Call struct {
 	Wire    int64
 	Record  []byte

@@ -181,7 +181,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	var done int64
 	for done < total {
 		n := int(min(int64(batch), total-done))
-		recs := make([][]byte, n) // kept by the stream, slice and records, until acknowledged
+		recs := make([][]byte, n) // fresh records, as a source yields them; the stream copies them
 		for i := range n {
 			recs[i] = rssRecord(done + int64(i))
 		}
