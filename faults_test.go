@@ -532,6 +532,10 @@ func TestSessionRotation(t *testing.T) {
 // and rotating sessions. The server's stored data holds every record
 // exactly once, each producer's in order, under dense offsets; every
 // offset completes once, in order.
+//
+// Each producer reuses one slice and one set of buffers for all its calls
+// and scribbles over them as soon as a call returns: the stream's copies
+// must be what reaches the server, first time and resent.
 func TestExactlyOnceUnderFaults(t *testing.T) {
 	const producers, perProducer = 4, 1250
 	e := start(t)
@@ -587,18 +591,21 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(p), 7))
+			var buf [][]byte // one slice and set of buffers for every call: the stream copies
 			for n := 0; n < perProducer; {
 				k := min(1+rng.IntN(20), perProducer-n)
+				buf = refill(buf, recs(p, n, k))
 				var err error
 				if k == 1 {
-					_, err = s.IngestRecord(ctx(t), rec(p, n))
+					_, err = s.IngestRecord(ctx(t), buf[0])
 				} else {
-					_, err = s.IngestBatch(ctx(t), recs(p, n, k))
+					_, err = s.IngestBatch(ctx(t), buf)
 				}
 				if err != nil {
 					t.Errorf("producer %d: ingest %d: %v", p, n, err)
 					return
 				}
+				scribble(buf) // what the stream kept must not be these buffers
 				n += k
 				if rng.IntN(4) == 0 {
 					time.Sleep(time.Millisecond) // let the faults keep up
@@ -651,6 +658,28 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	for i, o := range acked {
 		if o != int64(i) {
 			t.Fatalf("OnAck #%d for offset %d", i, o)
+		}
+	}
+}
+
+// refill copies src into dst's buffers, reusing them, and returns dst
+// resliced to len(src).
+func refill(dst, src [][]byte) [][]byte {
+	for len(dst) < len(src) {
+		dst = append(dst, nil)
+	}
+	dst = dst[:len(src)]
+	for i, r := range src {
+		dst[i] = append(dst[i][:0], r...)
+	}
+	return dst
+}
+
+// scribble overwrites every byte of records.
+func scribble(records [][]byte) {
+	for _, r := range records {
+		for i := range r {
+			r[i] = 'X'
 		}
 	}
 }
