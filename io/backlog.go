@@ -24,8 +24,8 @@ const (
 // s.mu.
 func (s *Stream) backlogged() bool {
 	c := s.live
-	if c == nil || c.backlog.Load() <= SendBacklog {
-		return false
+	if c == nil || s.closing || c.backlog.Load() <= SendBacklog {
+		return false // (after Close, the machine refuses the call at once)
 	}
 	c.throttled.Store(true)
 	return true

@@ -88,3 +88,30 @@ func TestSendBacklogOnlyWhileConnected(t *testing.T) {
 		_ = s.Close(context.Background()) // records never acknowledged: a failure
 	})
 }
+
+// TestCloseWakesIngestWaitingForSender: Close refuses new records at once,
+// also to a caller waiting for a sender that is behind.
+func TestCloseWakesIngestWaitingForSender(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
+		n := fillBacklog(t, s)
+		next := async(func() error {
+			_, err := s.IngestRecord(context.Background(), bigRecord())
+			return err
+		})
+		synctest.Wait()
+		closed := async(func() error { return s.Close(context.Background()) })
+		err, done := poll(next)
+		if !done {
+			t.Fatal("Close was called and the ingest waiting for the sender still waits")
+		}
+		wantIs(t, "ingest waiting for the sender, after Close", err, core.ErrClosed)
+		close(gate)
+		settle(time.Second)
+		c.resp <- ackOf(int64(n - 1))
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -17,6 +17,7 @@ import (
 // rather than leave anything running, and returns that.
 func (s *Stream) Close(ctx context.Context) error {
 	s.lock()
+	s.closing = true
 	err := s.m.Close(s.at)
 	s.process()
 	signal(&s.space) // callers blocked on a full window get ErrClosed now

@@ -49,6 +49,7 @@ type Stream struct {
 	maxCall  int64
 	strays   int
 	finished bool // the machine has finished: no call is accepted any more
+	closing  bool // Close was called
 
 	// progress and space are closed, and cleared, when waiters may have
 	// something to see: offsets completed or failed (progress), room in the

@@ -38,6 +38,7 @@ type benchConfig struct {
 
 	rss      bool
 	volume   int64
+	ackDelay time.Duration // -rss: the server holds every ack back this long
 	recovery bool
 	rounds   int
 }
@@ -52,8 +53,10 @@ record size, one record per call and in batches, each client runs for -duration,
 best of -runs, the two interleaved. Prints a table; -csv and -svg write it.
 
 -rss instead ingests -volume of 1 KiB records through a 64 MiB in-flight bound in
-a child process and reports its peak RSS; -recovery instead measures the time
-until acks flow again after a close signal and after a dropped connection.
+a child process and reports its peak RSS (with -ack-delay, the server holds every
+ack back, as a distant or slow one would, so that the in-flight bound is reached);
+-recovery instead measures the time until acks flow again after a close signal
+and after a dropped connection.
 
 Flags:`
 
@@ -76,6 +79,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
 	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
 	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
+	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
 	fs.IntVar(&cfg.rounds, "rounds", 200, "faults of each kind injected by -recovery")
 	if err := parseFlags(fs, args, false); err != nil {
@@ -125,6 +129,10 @@ func (c *benchConfig) check() error {
 		return usageErr("-rounds must be between 1 and 1000000")
 	case c.token != "" && c.endpoint == "":
 		return usageErr("-token needs -endpoint (the in-process server is in open mode)")
+	case c.ackDelay < 0 || c.ackDelay > time.Minute:
+		return usageErr("-ack-delay must be between 0 and 1m")
+	case c.ackDelay > 0 && !c.rss:
+		return usageErr("-ack-delay applies to -rss only")
 	case (c.rss || c.recovery) && c.endpoint != "":
 		return usageErr("-rss and -recovery use the in-process server: drop -endpoint")
 	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/server"
 )
 
 // Environment of the bench's child process.
@@ -45,17 +46,23 @@ type rssResult struct {
 	Bytes   int64         `json:"bytes"`
 	Elapsed time.Duration `json:"elapsed"`
 	HeapSys uint64        `json:"heap_sys"` // the runtime's heap reservation at the end
+	// PeakInflight is the most payload in flight (accepted, not durable)
+	// seen, sampled every 1,000 calls.
+	PeakInflight int64 `json:"peak_inflight"`
 }
 
 // benchRSS ingests cfg.volume of 1 KiB records in a child process (this
 // binary again, in the rss role) against the ack-only server in this
 // process, and reports the child's peak RSS and throughput.
 func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
-	_, ep, stop, err := benchServer("ackonly")
+	srv, ep, stop, err := benchServer("ackonly")
 	if err != nil {
 		return err
 	}
 	defer stop()
+	if cfg.ackDelay > 0 {
+		srv.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: cfg.ackDelay, Sticky: true})
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -73,8 +80,8 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "zbstream bench -rss: %s of %d B records in calls of %d, in-flight bound %s, in a child process; %s\n",
-		formatBytes(cfg.volume), rssRecordSize, cfg.batch, formatBytes(rssInflightBytes), machineLine())
+	fmt.Fprintf(stdout, "zbstream bench -rss: %s of %d B records in calls of %d, in-flight bound %s, acks held back %v, in a child process; %s\n",
+		formatBytes(cfg.volume), rssRecordSize, cfg.batch, formatBytes(rssInflightBytes), cfg.ackDelay, machineLine())
 	if gc := childGCSettings(); gc != "" {
 		fmt.Fprintln(stdout, "child's Go runtime settings from the environment:", gc)
 	}
@@ -114,6 +121,7 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	secs := res.Elapsed.Seconds()
 	fmt.Fprintf(stdout, "ingested %d records (%s) in %.1fs: %.0f records/s, %.1f MB/s\n",
 		res.Records, formatBytes(res.Bytes), secs, float64(res.Records)/secs, float64(res.Bytes)/secs/1e6)
+	fmt.Fprintf(stdout, "peak in flight: %.1f MiB of the %s bound (sampled)\n", float64(res.PeakInflight)/(1<<20), formatBytes(rssInflightBytes))
 	fmt.Fprintf(stdout, "peak RSS of the child: %.1f MiB (%s the %d MiB target)\n", float64(peak)/(1<<20), verdict, rssTarget>>20)
 	if peak >= rssTarget {
 		return withCode(exitFailure, fmt.Errorf("peak RSS %.1f MiB is over the %d MiB target", float64(peak)/(1<<20), rssTarget>>20))
@@ -178,7 +186,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	total := max(rc.Volume/rssRecordSize, 1)
 	start := time.Now()
 	next := start.Add(5 * time.Second)
-	var done int64
+	var done, calls, peakInflight int64
 	for done < total {
 		n := int(min(int64(batch), total-done))
 		recs := make([][]byte, n) // fresh records, as a source yields them; the stream copies them
@@ -194,6 +202,9 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 			return rssResult{}, clientErr(err)
 		}
 		done += int64(n)
+		if calls++; calls%1000 == 0 {
+			peakInflight = max(peakInflight, s.Stats().InFlightBytes)
+		}
 		if progress != nil && time.Now().After(next) {
 			progress(done, total, time.Since(start))
 			next = next.Add(5 * time.Second)
@@ -208,7 +219,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return rssResult{Records: done, Bytes: done * rssRecordSize, Elapsed: el, HeapSys: ms.HeapSys}, nil
+	return rssResult{Records: done, Bytes: done * rssRecordSize, Elapsed: el, HeapSys: ms.HeapSys, PeakInflight: peakInflight}, nil
 }
 
 // rssRecord is a new 1 KiB JSON object for record i.
