@@ -59,6 +59,9 @@ type Action struct {
 
 	Record  []byte
 	Records [][]byte
+	// Size is the payload bytes of the call an ActSend carries: the sum
+	// of its records' lengths, as the in-flight byte bound counts them.
+	Size int64
 
 	Resume    bool
 	StreamID  string

@@ -481,3 +481,34 @@ func TestPinFailDisarmsBackoff(t *testing.T) {
 		})
 	}
 }
+
+// TestPinSendCarriesSize: every ActSend carries its call's payload bytes,
+// for a single record and a batch, first time and resent, so that a driver
+// can account for what it hands a connection without summing the records
+// again.
+func TestPinSendCarriesSize(t *testing.T) {
+	for _, kind := range ruleKinds {
+		t.Run(kind.String(), func(t *testing.T) {
+			h := startStream(t, kind, nil)
+			if _, err := h.m.IngestRecord(h.now, core.RecordJSON, []byte(`{"a":1}`)); err != nil {
+				t.Fatal(err)
+			}
+			batch := [][]byte{[]byte(`{}`), []byte(`{"bb":22}`), nil}
+			if _, err := h.m.IngestBatch(h.now, core.RecordJSON, batch); err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, sends []core.Action) {
+				t.Helper()
+				if len(sends) != 2 {
+					t.Fatalf("%s: %d sends, want 2", what, len(sends))
+				}
+				if got := []int64{sends[0].Size, sends[1].Size}; got[0] != 7 || got[1] != 11 {
+					t.Fatalf("%s: sizes %v, want [7 11]", what, got)
+				}
+			}
+			check("first sends", actsOf(h.sendAll(), core.ActSend))
+			h.reconnect()
+			check("resends", actsOf(h.reopened(core.NoOffset), core.ActSend))
+		})
+	}
+}

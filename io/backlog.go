@@ -15,7 +15,7 @@ package io
 // max-inflight limits say.
 const (
 	SendBacklog    = 4 << 20
-	SendBacklogLow = SendBacklog / 2
+	SendBacklogLow = SendBacklog / 4
 )
 
 // backlogged reports whether the live connection's sender is more than
@@ -41,16 +41,4 @@ func (s *Stream) wrote(c *conn, size int64) {
 		signal(&s.space)
 		s.mu.Unlock()
 	}
-}
-
-// callSize is the payload size of a call, as the window counts it.
-func callSize(call *Call) int64 {
-	if call.Records == nil {
-		return int64(len(call.Record))
-	}
-	var n int64
-	for _, r := range call.Records {
-		n += int64(len(r))
-	}
-	return n
 }

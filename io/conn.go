@@ -80,8 +80,8 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	}
 	c.base = a.Offset - a.Wire
 	c.dispatched = a.Wire
-	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records})
-	c.backlog.Add(callSize(&c.queue[len(c.queue)-1]))
+	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size})
+	c.backlog.Add(a.Size)
 	c.notify()
 }
 
@@ -340,7 +340,7 @@ func (s *Stream) sendLoop(c *conn) {
 				return
 			}
 			c.sent.Store(batch[i].Wire)
-			s.wrote(c, callSize(&batch[i]))
+			s.wrote(c, batch[i].size)
 			if c.held.Load() {
 				s.lock()
 				s.reportSent(c)

@@ -60,6 +60,8 @@ type Call struct {
 	Wire    int64
 	Record  []byte
 	Records [][]byte
+
+	size int64 // the payload bytes, for the sender's backlog
 }
 
 // Conn is one open connection. Its methods may be called by at most one
