@@ -11,21 +11,25 @@ import (
 	streamio "github.com/zbstream/zbstream/io"
 )
 
-// bigRecord is a JSON record of 64 KiB.
+// bigSize is the size of bigRecord.
+const bigSize = 1 << 20
+
+// bigRecord is a JSON record of 1 MiB.
 func bigRecord() []byte {
-	r := bytes.Repeat([]byte("x"), 64<<10)
+	r := bytes.Repeat([]byte("x"), bigSize)
 	copy(r, `{"x":"`)
 	copy(r[len(r)-2:], `"}`)
 	return r
 }
 
-// fillBacklog ingests 64 KiB records until the sender is more than
+// fillBacklog ingests 1 MiB records until the sender is more than
 // SendBacklog bytes behind, and returns how many it ingested.
 func fillBacklog(t *testing.T, s *streamio.Stream) int {
 	t.Helper()
-	n := streamio.SendBacklog/(64<<10) + 1
+	rec := bigRecord() // one buffer for all: the stream copies
+	n := streamio.SendBacklog/bigSize + 1
 	for i := range n {
-		if _, err := s.IngestRecord(context.Background(), bigRecord()); err != nil {
+		if _, err := s.IngestRecord(context.Background(), rec); err != nil {
 			t.Fatalf("ingest %d: %v", i, err)
 		}
 	}
