@@ -32,6 +32,7 @@ type benchConfig struct {
 	engine   string // of the in-process server: "ackonly" or "memory"
 	token    string
 	table    string
+	noCopy   bool // the zbstream client runs with WithNoCopy
 	csvPath  string
 	svgPath  string
 	verbose  bool
@@ -76,6 +77,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
 	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
 	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
+	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
 	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
 	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
 	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
@@ -131,6 +133,8 @@ func (c *benchConfig) check() error {
 		return usageErr("-token needs -endpoint (the in-process server is in open mode)")
 	case c.ackDelay < 0 || c.ackDelay > time.Minute:
 		return usageErr("-ack-delay must be between 0 and 1m")
+	case c.noCopy && (c.rss || c.recovery):
+		return usageErr("-nocopy applies to the throughput table only")
 	case c.ackDelay > 0 && !c.rss:
 		return usageErr("-ack-delay applies to -rss only")
 	case (c.rss || c.recovery) && c.endpoint != "":

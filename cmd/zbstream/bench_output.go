@@ -19,8 +19,12 @@ var benchCSVHeader = []string{
 
 // writeBenchTable prints the table, with a line saying what was measured.
 func writeBenchTable(w io.Writer, r benchResult) {
-	fmt.Fprintf(w, "zbstream bench, %s, %s%s\nengine %s, best of %d runs of %s per client and cell; MB = 10^6 bytes\n\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, loadNote(r.Load), r.Engine, r.Runs, r.Duration)
+	client := "default (records copied)"
+	if r.NoCopy {
+		client = "WithNoCopy (records kept by reference)"
+	}
+	fmt.Fprintf(w, "zbstream bench, %s, %s%s\nengine %s, zbstream client %s, best of %d runs of %s per client and cell; MB = 10^6 bytes\n\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, loadNote(r.Load), r.Engine, client, r.Runs, r.Duration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "size\tmode\tzbstream records/s\tzbstream MB/s\traw records/s\traw MB/s\tratio\t")
 	for _, c := range r.Cells {

@@ -73,6 +73,7 @@ type benchResult struct {
 	Duration time.Duration
 	Runs     int
 	Load     string // the 1-minute load average when the run started, or ""
+	NoCopy   bool   // the client ran with WithNoCopy
 }
 
 // benchMeasure is one measurement: records acknowledged and the time from
@@ -94,6 +95,7 @@ type benchTarget struct {
 	endpoint string
 	token    string
 	table    string
+	noCopy   bool // the zbstream client keeps records by reference (WithNoCopy)
 }
 
 // benchServer starts the reference server in-process on loopback with the
@@ -125,7 +127,7 @@ func benchServer(engine string) (*server.Server, string, func(), error) {
 
 // benchTableRun measures every cell and prints, and writes, the table.
 func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
-	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs, Load: loadAverage()}
+	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs, Load: loadAverage(), NoCopy: cfg.noCopy}
 	if cfg.endpoint != "" {
 		res.Engine = "external " + cfg.endpoint
 	}
@@ -211,7 +213,7 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 // server or a fresh in-process one (so that the memory engine's records of
 // earlier runs do not weigh on later ones).
 func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
-	t := benchTarget{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table}
+	t := benchTarget{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table, noCopy: cfg.noCopy}
 	if t.endpoint == "" {
 		_, ep, stop, err := benchServer(cfg.engine)
 		if err != nil {
@@ -228,7 +230,7 @@ func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, ca
 }
 
 // benchZbstream ingests through the zbstream client, on a persistent stream
-// with the default options, n calls (or, for n = 0, for about d; see
+// with the default options (or WithNoCopy), n calls (or, for n = 0, for about d; see
 // benchStop), then flushes: the measure ends when the last record is
 // acknowledged.
 func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
@@ -241,7 +243,11 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 		return benchMeasure{}, clientErr(err)
 	}
 	defer c.Close()
-	s, err := c.CreatePersistentStream(ctx, t.table)
+	var sopts []zbstream.StreamOption
+	if t.noCopy {
+		sopts = append(sopts, zbstream.WithNoCopy())
+	}
+	s, err := c.CreatePersistentStream(ctx, t.table, sopts...)
 	if err != nil {
 		return benchMeasure{}, clientErr(err)
 	}
