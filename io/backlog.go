@@ -29,8 +29,11 @@ func (s *Stream) backlogged() bool {
 	if c == nil || s.closing || c.backlog.Load() <= SendBacklog {
 		return false // (after Close, the machine refuses the call at once)
 	}
+	// Mark, then look again: a sender that drained the backlog before the
+	// mark was set did not wake anybody, and this caller must not wait for
+	// it. One that drains it after sees the mark (wrote).
 	c.throttled.Store(true)
-	return true
+	return c.backlog.Load() > SendBacklog
 }
 
 // wrote takes a written call's bytes off c's backlog and wakes the callers

@@ -98,8 +98,12 @@ func (s *slab[T]) undo(m slabMark) {
 // giveBack recycles every block whose data all lies at or below floor, the
 // highest durable offset. The caller makes sure nothing still reads them.
 func (s *slab[T]) giveBack(floor int64) {
+	// A block with data has its last offset set (between ingest calls); an
+	// empty one (last NoOffset, below any floor) holds nothing and goes too:
+	// the block kept after a full drain, when the next call needed a block
+	// of its own.
 	n := 0
-	for n < len(s.blocks) && s.blocks[n].last != core.NoOffset && s.blocks[n].last <= floor {
+	for n < len(s.blocks) && s.blocks[n].last <= floor {
 		n++
 	}
 	if n == 0 {

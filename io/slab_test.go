@@ -166,3 +166,20 @@ func TestArenaCopies(t *testing.T) {
 		t.Fatalf("a refused call kept its bytes: used %d", a.bytes.blocks[0].used)
 	}
 }
+
+// TestSlabLargeCallAfterFullDrain: the block kept after everything became
+// durable, still empty when the next call needs a block of its own, does
+// not hold back the blocks after it.
+func TestSlabLargeCallAfterFullDrain(t *testing.T) {
+	s := newCountedSlab(100, 1)
+	s.takeFor(t, 0, 10)
+	s.giveBack(0) // the block is kept, empty
+	s.takeFor(t, 1, 500)
+	for off := int64(2); off < 10; off++ {
+		s.takeFor(t, off, 100)
+		s.giveBack(off)
+	}
+	if len(s.blocks) != 1 || s.frees != 1 {
+		t.Fatalf("everything durable: %d blocks held, %d freed; want 1 held and the large one freed", len(s.blocks), s.frees)
+	}
+}
