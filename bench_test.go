@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 
@@ -198,13 +197,4 @@ func servertestContext(ctx context.Context) context.Context {
 
 func grpcMetadata(ctx context.Context, kv ...string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, kv...)
-}
-
-// processCPU returns the user and system CPU time the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

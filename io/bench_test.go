@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/zbstream/zbstream/core"
@@ -107,14 +106,4 @@ func benchDriver(b *testing.B, mergeAcks, noCopy bool, batch, producers int) {
 	if err := s.Close(ctx); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// cpuTime returns the user and system CPU time the process has used, in
-// nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

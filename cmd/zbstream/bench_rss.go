@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zbstream/zbstream"
@@ -109,11 +108,10 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	if res == nil || parseErr != nil {
 		return fmt.Errorf("the -rss child process reported no result (%v)\n%s", parseErr, errBuf.String())
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	peak, ok := peakRSS(cmd.ProcessState)
 	if !ok {
 		return errors.New("-rss: no resource usage on this platform")
 	}
-	peak := maxrssBytes(ru.Maxrss)
 	verdict := "under"
 	if peak >= rssTarget {
 		verdict = "OVER"
@@ -139,15 +137,6 @@ func childGCSettings() string {
 		}
 	}
 	return strings.Join(s, " ")
-}
-
-// maxrssBytes converts ru_maxrss to bytes: kilobytes on Linux and the
-// BSDs, bytes on macOS.
-func maxrssBytes(v int64) int64 {
-	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
-		return v
-	}
-	return v << 10
 }
 
 // benchRSSChild is the -rss child: it ingests the volume through one
