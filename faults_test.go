@@ -27,9 +27,8 @@ import (
 // it again: the server wrote it exactly once.
 func TestPersistentLostAckReconciled(t *testing.T) {
 	e := start(t)
-	var mu sync.Mutex
-	var acked []int64
-	s := e.createPersistent(t, zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+	var acks ackLog
+	s := e.createPersistent(t, acks.option())
 	id := s.StreamID()
 	h := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultCommitThenDrop, After: 1})
 	ingest(t, s, rec(0, 0))
@@ -45,11 +44,7 @@ func TestPersistentLostAckReconciled(t *testing.T) {
 	if st := s.Stats(); st.Acknowledged != 1 || st.Reconciled != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(acked, []int64{0, 1}) {
-		t.Fatalf("OnAck offsets %v, want [0 1]", acked)
-	}
+	acks.want(t, 2)
 }
 
 // TestPersistentLostAckWithoutRecovery: the same lost ack with recovery
@@ -104,9 +99,8 @@ func TestLostCreateResponseIdempotent(t *testing.T) {
 // resends everything unacknowledged, in order, under wire offsets from 0.
 func TestEphemeralResendAfterDrop(t *testing.T) {
 	e := start(t)
-	var mu sync.Mutex
-	var acked []int64
-	s := e.create(t, zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+	var acks ackLog
+	s := e.create(t, acks.option())
 	first := s.StreamID()
 	h := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDrop, After: 2})
 	var all [][]byte
@@ -138,11 +132,7 @@ func TestEphemeralResendAfterDrop(t *testing.T) {
 	if st := s.Stats(); st.Reconnects != 1 || st.Acknowledged != 10 {
 		t.Fatalf("stats %+v", st)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(acked) != 10 || !slices.IsSorted(acked) || acked[9] != 9 {
-		t.Fatalf("OnAck offsets %v, want 0..9 once each", acked)
-	}
+	acks.want(t, 10)
 }
 
 // TestAckTimeoutTriggersRecovery: the server holds an ack back longer than
@@ -222,9 +212,8 @@ func TestHostileAcks(t *testing.T) {
 // offset completes once, in order.
 func TestDuplicateAcks(t *testing.T) {
 	e := start(t)
-	var mu sync.Mutex
-	var acked []int64
-	s := e.createPersistent(t, zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+	var acks ackLog
+	s := e.createPersistent(t, acks.option())
 	id := s.StreamID()
 	h := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultRepeatAcks, Repeat: 2, Sticky: true})
 	defer h.Remove()
@@ -241,11 +230,7 @@ func TestDuplicateAcks(t *testing.T) {
 	if st := s.Stats(); st.Acknowledged != 20 || st.Reconnects != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(acked) != 20 || !slices.IsSorted(acked) || acked[19] != 19 {
-		t.Fatalf("OnAck offsets %v, want 0..19 once each", acked)
-	}
+	acks.want(t, 20)
 }
 
 // TestBadOpenResponses: a create answered without a stream id, or with a
@@ -539,11 +524,10 @@ func TestSessionRotation(t *testing.T) {
 func TestExactlyOnceUnderFaults(t *testing.T) {
 	const producers, perProducer = 4, 1250
 	e := start(t)
-	var mu sync.Mutex
-	var acked []int64
+	var acks ackLog
 	s := e.createPersistent(t,
 		zbstream.WithRecovery(50, time.Millisecond, 20*time.Millisecond),
-		zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+		acks.option())
 	id := s.StreamID()
 
 	stop := make(chan struct{})
@@ -650,16 +634,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	if int64(len(stored)) != st.Accepted || st.Acknowledged+st.Reconciled != st.Accepted || st.Failed != 0 {
 		t.Fatalf("%d batches stored; stats %+v", len(stored), st)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if int64(len(acked)) != st.Accepted {
-		t.Fatalf("%d OnAck calls for %d offsets", len(acked), st.Accepted)
-	}
-	for i, o := range acked {
-		if o != int64(i) {
-			t.Fatalf("OnAck #%d for offset %d", i, o)
-		}
-	}
+	acks.want(t, st.Accepted)
 }
 
 // refill copies src into dst's buffers, reusing them, and returns dst
@@ -691,12 +666,11 @@ func scribble(records [][]byte) {
 func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
 	const total = 1000
 	e := start(t)
-	var mu sync.Mutex
-	var acked []int64
+	var acks ackLog
 	s := e.create(t,
 		zbstream.WithRecovery(50, time.Millisecond, 20*time.Millisecond),
 		zbstream.WithMaxGrace(5*time.Millisecond),
-		zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }))
+		acks.option())
 	stop := make(chan struct{})
 	var fg sync.WaitGroup
 	var injected atomic.Int64
@@ -742,16 +716,7 @@ func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
 		t.Errorf("only %d faults acted", injected.Load())
 	}
 	checkAtLeastOnce(t, e, all)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(acked) != total {
-		t.Fatalf("%d OnAck calls for %d offsets", len(acked), total)
-	}
-	for i, o := range acked {
-		if o != int64(i) {
-			t.Fatalf("OnAck #%d for offset %d", i, o)
-		}
-	}
+	acks.want(t, total)
 }
 
 // TestStatsResentNotAboveSent: Stats documents Sent as the calls written

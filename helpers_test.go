@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -309,5 +310,34 @@ func checkStats(t *testing.T, s *zbstream.Stream) {
 	if st.Resent > st.Sent || st.Sent-st.Resent > st.Accepted || st.Reconnects != st.Opens-1 ||
 		st.Acknowledged+st.Reconciled+st.Failed > st.Accepted {
 		t.Errorf("inconsistent stats: %+v (want Resent <= Sent, Sent-Resent <= Accepted, Reconnects = Opens-1, completed+failed <= Accepted)", st)
+	}
+}
+
+// ackLog records the offsets a stream's OnAck reports.
+type ackLog struct {
+	mu      sync.Mutex
+	offsets []int64
+}
+
+// option is the stream option that records into l.
+func (l *ackLog) option() zbstream.StreamOption {
+	return zbstream.WithOnAck(func(o int64) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.offsets = append(l.offsets, o)
+	})
+}
+
+// want checks that OnAck reported offsets 0..n-1, once each, in order.
+func (l *ackLog) want(t *testing.T, n int64) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ok := int64(len(l.offsets)) == n
+	for i, o := range l.offsets {
+		ok = ok && o == int64(i)
+	}
+	if !ok {
+		t.Fatalf("OnAck offsets %v, want 0..%d once each, in order", l.offsets, n-1)
 	}
 }
