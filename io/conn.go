@@ -278,8 +278,10 @@ func (s *Stream) endNow(c *conn, err error) {
 	if errors.As(err, &ce) {
 		cause = ce.Err
 	}
-	c.disconnected = true
-	s.opts.Observer.Disconnected(code)
+	if c.h != nil { // an open that failed never Connected
+		c.disconnected = true
+		s.opts.Observer.Disconnected(code)
+	}
 	s.logInfo("connection ended", "conn", c.id, "code", code.String(), "error", err)
 	if err := s.m.ConnectionFailed(s.at, c.id, code, cause); err != nil {
 		s.broken(err)

@@ -15,15 +15,21 @@ import (
 // open hands the test a scriptedConn, whose sends the test can hold at a
 // gate and whose messages the test writes.
 type scriptedTransport struct {
-	conns chan *scriptedConn
-	gate  chan struct{} // nil: sends go through at once
+	conns    chan *scriptedConn
+	gate     chan struct{} // nil: sends go through at once
+	openErrs chan error    // an error here fails the next open
 }
 
 func newScripted(gate chan struct{}) *scriptedTransport {
-	return &scriptedTransport{conns: make(chan *scriptedConn, 16), gate: gate}
+	return &scriptedTransport{conns: make(chan *scriptedConn, 16), gate: gate, openErrs: make(chan error, 16)}
 }
 
 func (t *scriptedTransport) Open(ctx context.Context, req streamio.OpenRequest) (streamio.Conn, error) {
+	select {
+	case err := <-t.openErrs:
+		return nil, err
+	default:
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	c := &scriptedConn{ctx: ctx, cancel: cancel, gate: t.gate, resp: make(chan core.Response, 1024)}
 	if c.gate == nil {
@@ -189,6 +195,15 @@ func TestObserverConnectionsPair(t *testing.T) {
 		}
 		if obs.connected != 4 || obs.disconnected != 3 {
 			t.Fatalf("after 3 rotations: %d connected, %d disconnected; want 4 and 3", obs.connected, obs.disconnected)
+		}
+		// An open that fails never connected: it is not Disconnected.
+		tr.openErrs <- &core.ConnectionError{Code: core.CodeUnavailable, Err: stdio.ErrUnexpectedEOF}
+		c.cancel() // the server ends the call; the next open fails, the one after succeeds
+		c = <-tr.conns
+		c.resp <- core.Response{Kind: core.RespResume}
+		settle(time.Second)
+		if obs.connected != 5 || obs.disconnected != 4 {
+			t.Fatalf("after a failed open: %d connected, %d disconnected; want 5 and 4", obs.connected, obs.disconnected)
 		}
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)
