@@ -11,16 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
 )
 
 // benchTable is the table the bench writes (the ack-only engine stores
 // nothing).
 const benchTable = "main.bench.events"
-
-// benchMaxCall is the largest ingest call the bench makes: the default
-// per-call limit of the client (10 MiB minus 64 KiB).
-const benchMaxCall = 10<<20 - 64<<10
 
 // benchConfig is the bench's configuration.
 type benchConfig struct {
@@ -150,12 +147,18 @@ func (c *benchConfig) check() error {
 			return usageErr("-endpoint: %v", err)
 		}
 	}
+	if c.rss { // -rss sends 1 KiB records, whatever -sizes says
+		if b := int64(c.batch) * int64(rssRecordSize+5); b > core.DefaultMaxCallBytes {
+			return usageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, rssRecordSize, b, core.DefaultMaxCallBytes)
+		}
+		return nil
+	}
 	for _, s := range c.sizes {
 		if s < benchMinRecord {
 			return usageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
 		}
-		if b := int64(c.batch) * int64(s+5); b > benchMaxCall {
-			return usageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, benchMaxCall)
+		if b := int64(c.batch) * int64(s+5); b > core.DefaultMaxCallBytes {
+			return usageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, core.DefaultMaxCallBytes)
 		}
 	}
 	return nil

@@ -59,7 +59,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	var f ingestFlags
 	fs := newFlags("ingest", ingestSynopsis, stderr)
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
-	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN)")
+	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
 	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
 	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
 	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
@@ -75,7 +75,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		return nil, err
 	}
 	if f.token == "" {
-		f.token = os.Getenv("ZBSTREAM_TOKEN")
+		f.token = os.Getenv(envToken)
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		if fl.Name == "batch-size" || fl.Name == "batch-bytes" {
@@ -90,8 +90,6 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		return nil, usageErr("-endpoint is required")
 	case f.table == "":
 		return nil, usageErr("-table is required")
-	case f.token == "":
-		return nil, usageErr("-token (or $ZBSTREAM_TOKEN) is required")
 	case (f.descSet == "") != (f.message == ""):
 		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:
@@ -121,7 +119,10 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	// The client dials lazily: this checks the endpoint and options only.
-	copts := []zbstream.Option{zbstream.WithToken(f.token)}
+	var copts []zbstream.Option
+	if f.token != "" { // a server in open mode (zbstream serve's default) takes none
+		copts = append(copts, zbstream.WithToken(f.token))
+	}
 	if f.appName != "" {
 		copts = append(copts, zbstream.WithAppName(f.appName))
 	}

@@ -592,3 +592,16 @@ func TestIngestProgressBar(t *testing.T) {
 		t.Errorf("line %q, want %q", got, want)
 	}
 }
+
+// TestIngestOpenServerNoToken: a server in open mode (zbstream serve's
+// default) takes an ingest without -token.
+func TestIngestOpenServerNoToken(t *testing.T) {
+	t.Setenv(envToken, "")
+	ts := servertest.Start(t, servertest.Open())
+	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 10)
+	code, out, _ := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-table", ts.Table, file)
+	if code != exitOK || !strings.Contains(out, "done: 10 records") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 10)
+}
