@@ -76,7 +76,7 @@ func (c *Client) CreatePersistentStream(ctx context.Context, table string, opts 
 
 // ResumeStream resumes the persistent stream streamID, with the options it
 // was created with (a proto stream needs WithProtoMessage of the same
-// message). The server reports
+// message), except WithClientRequestID, which only a create carries. The server reports
 // the last offset it committed: LastDurable returns it, and the next
 // record ingested gets the offset after it. Replay your source from the
 // position after that offset. An unknown or retired id is a

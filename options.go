@@ -108,7 +108,8 @@ func WithAppName(name string) Option {
 // WithGRPCOptions adds gRPC dial options after zbstream's own. A stats
 // handler among them must not keep the messages it is shown: the client
 // reuses its request messages from one send to the next, and their records
-// alias the application's bytes.
+// alias the stream's copies of the records (the application's own bytes
+// with WithNoCopy), which are reused once the records are durable.
 func WithGRPCOptions(opts ...grpc.DialOption) Option {
 	return func(o *clientOptions) error {
 		o.dial.GRPCOptions = append(o.dial.GRPCOptions, opts...)
@@ -256,7 +257,7 @@ func WithCallbackQueue(n int) StreamOption {
 // (see streamio.Options.NoCopy): it saves one copy per record, and the
 // caller must then not modify a record, or a batch's slice, until its
 // offset is durable or failed. By default the stream keeps copies outside
-// the Go heap, so that buffers may be reused at once and the in-flight
+// the Go heap (on Unix), so that buffers may be reused at once and the in-flight
 // byte bound is what the records cost in memory.
 func WithNoCopy() StreamOption {
 	return func(o *streamOptions) error { o.io.NoCopy = true; return nil }
