@@ -468,3 +468,40 @@ func TestPersistentLateDuplicateAcks(t *testing.T) {
 		}
 	})
 }
+
+// TestAuthRejectionInvalidatesCredentials: §5.5: an auth rejection drops
+// the transport's cached credentials, once per rejection. Mid-stream it
+// fails the stream (UNAUTHENTICATED is not retryable); at the very first
+// open it is retried once, with fresh credentials.
+func TestAuthRejectionInvalidatesCredentials(t *testing.T) {
+	t.Run("mid-stream", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			s := open(t, srv, config(core.Persistent), streamio.Options{})
+			ingest(t, s, 0, 0)
+			if err := s.Flush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if n := srv.Stats().CredentialInvalidations; n != 0 {
+				t.Fatalf("%d invalidations before any rejection", n)
+			}
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, Code: core.CodeUnauthenticated})
+			ingest(t, s, 1, 1)
+			wantCode(t, "flush after the rejection", s.Flush(context.Background()), core.CodeUnauthenticated)
+			if n := srv.Stats().CredentialInvalidations; n != 1 {
+				t.Fatalf("%d credential invalidations after one UNAUTHENTICATED end, want 1", n)
+			}
+		})
+	})
+	t.Run("first open", func(t *testing.T) {
+		bubble(t, func(t *testing.T, srv *memtransport.Server) {
+			srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnauthenticated})
+			s := open(t, srv, config(core.Persistent), streamio.Options{})
+			if n := srv.Stats().CredentialInvalidations; n != 1 {
+				t.Fatalf("%d credential invalidations after a rejected first open, want 1", n)
+			}
+			if st := s.Stats(); st.Opens != 2 {
+				t.Fatalf("stats %+v: want the first open retried once", st)
+			}
+		})
+	})
+}
