@@ -105,11 +105,18 @@ func WithAppName(name string) Option {
 	return func(o *clientOptions) error { o.dial.AppName = name; return nil }
 }
 
-// WithGRPCOptions adds gRPC dial options after zbstream's own. A stats
-// handler among them must not keep the messages it is shown: the client
-// reuses its request messages from one send to the next, and their records
-// alias the stream's copies of the records (the application's own bytes
-// with WithNoCopy), which are reused once the records are durable.
+// WithGRPCOptions adds gRPC dial options after zbstream's own. Stats
+// handlers, interceptors, binary logging and tracing among them may keep
+// the messages they are shown and read them at any time later: every
+// message the client hands gRPC is a fresh one on the heap, never modified
+// afterwards and never sharing memory with the stream's record copies or,
+// with WithNoCopy, the application's buffers. Keeping messages costs only
+// the memory kept. A stream interceptor may send a different message
+// instead of the client's; it must not modify the client's message in
+// place (gRPC's own contract for SendMsg), as the client sends the
+// encoding it made. A codec forced through default call options is
+// overridden by the client's own per-call codec (proto encoding, as gRPC's
+// default); compressors apply as usual.
 func WithGRPCOptions(opts ...grpc.DialOption) Option {
 	return func(o *clientOptions) error {
 		o.dial.GRPCOptions = append(o.dial.GRPCOptions, opts...)

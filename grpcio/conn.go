@@ -4,46 +4,33 @@ import (
 	"context"
 	"io"
 	"sync"
-	"unsafe"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
-// conn is one call of either stream kind. The ingest messages are built
-// once and refilled for every Send (gRPC encodes a message before SendMsg
-// returns), so a send allocates nothing of its own.
+// conn is one call of either stream kind.
+//
+// Ownership: every message conn hands to gRPC (SendMsg, RecvMsg) is a
+// fresh one, never modified afterwards, and never points into the stream's
+// record memory: gRPC's tracing, stats handlers, interceptors and binary
+// log may keep a message after the call that took it returns and read it
+// later ("It is not safe to modify the message after calling SendMsg"). An
+// ingest call is encoded once, into a heap buffer of its own (encodeCall),
+// and gRPC is handed a message that aliases that buffer, with codec passing
+// the buffer through: the record is copied once, as when gRPC encoded the
+// message itself, and the copy belongs to gRPC from then on.
 type conn struct {
 	st     grpc.ClientStream
+	codec  *sendCodec
 	ctx    context.Context
 	cancel context.CancelFunc
 	kind   core.Kind
 	// recordJSON: records travel as strings (JSON) rather than bytes.
 	recordJSON bool
-
-	// Reused by the one sender.
-	off       int64
-	one       ingestpb.IngestRecordRequest
-	oneJSON   ingestpb.IngestRecordRequest_JsonRecord
-	oneProto  ingestpb.IngestRecordRequest_ProtoEncodedRecord
-	batch     ingestpb.IngestRecordBatchRequest
-	jsonBatch ingestpb.JsonRecordBatch
-	protoBat  ingestpb.ProtoEncodedRecordBatch
-	jsonCase  ingestpb.IngestRecordBatchRequest_JsonBatch
-	protoCase ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch
-	strs      []string
-	ephOne    ingestpb.EphemeralStreamRequest
-	ephBatch  ingestpb.EphemeralStreamRequest
-	perOne    ingestpb.PersistentStreamRequest
-	perBatch  ingestpb.PersistentStreamRequest
-
-	// Reused by the one receiver.
-	ephResp ingestpb.EphemeralStreamResponse
-	perResp ingestpb.PersistentStreamResponse
 
 	// ended is closed when Recv has seen the end of the call, with endErr.
 	endOnce sync.Once
@@ -52,37 +39,18 @@ type conn struct {
 }
 
 func newConn(ctx context.Context, cancel context.CancelFunc, req streamio.OpenRequest) *conn {
-	c := &conn{ctx: ctx, cancel: cancel, kind: req.Kind, recordJSON: req.RecordType == core.RecordJSON, ended: make(chan struct{})}
-	c.one.OffsetId = &c.off
-	c.batch.OffsetId = &c.off
-	c.jsonCase.JsonBatch = &c.jsonBatch
-	c.protoCase.ProtoEncodedBatch = &c.protoBat
-	c.ephOne.Payload = &ingestpb.EphemeralStreamRequest_IngestRecord{IngestRecord: &c.one}
-	c.ephBatch.Payload = &ingestpb.EphemeralStreamRequest_IngestRecordBatch{IngestRecordBatch: &c.batch}
-	c.perOne.Payload = &ingestpb.PersistentStreamRequest_IngestRecord{IngestRecord: &c.one}
-	c.perBatch.Payload = &ingestpb.PersistentStreamRequest_IngestRecordBatch{IngestRecordBatch: &c.batch}
-	return c
+	return &conn{ctx: ctx, cancel: cancel, codec: newSendCodec(), kind: req.Kind, recordJSON: req.RecordType == core.RecordJSON, ended: make(chan struct{})}
 }
 
 // Send writes one ingest call: one record as an IngestRecordRequest, two or
-// more as an IngestRecordBatchRequest. JSON records travel as proto strings
-// that alias the record bytes (no copy): the stream keeps records
-// unmodified until they are durable, and gRPC has encoded the message by
-// the time SendMsg returns.
+// more as an IngestRecordBatchRequest. The call's records are read only
+// here, while they are encoded, before SendMsg: what gRPC sees is the
+// encoding, which is the conn's to give away.
 func (c *conn) Send(call streamio.Call) error {
-	c.off = call.Wire
-	rec, recs := call.Record, call.Records
-	if len(recs) == 1 {
-		rec, recs = recs[0], nil
-	}
-	var msg any
-	if recs == nil {
-		msg = c.fillOne(rec)
-	} else {
-		msg = c.fillBatch(recs)
-	}
-	err := c.st.SendMsg(msg)
-	c.release()
+	e := encodeCall(c.kind, c.recordJSON, call)
+	c.codec.msg, c.codec.wire = e.msg, e.wire
+	err := c.st.SendMsg(e.msg)
+	c.codec.msg, c.codec.wire = nil, nil
 	if err == nil {
 		return nil
 	}
@@ -103,51 +71,6 @@ func (c *conn) Send(call streamio.Call) error {
 	return connErr(err)
 }
 
-// fillOne refills the single-record message with rec.
-func (c *conn) fillOne(rec []byte) any {
-	if c.recordJSON {
-		c.oneJSON.JsonRecord = aliasString(rec)
-		c.one.Record = &c.oneJSON
-	} else {
-		c.oneProto.ProtoEncodedRecord = rec
-		c.one.Record = &c.oneProto
-	}
-	if c.kind == core.Ephemeral {
-		return &c.ephOne
-	}
-	return &c.perOne
-}
-
-// fillBatch refills the batch message with recs.
-func (c *conn) fillBatch(recs [][]byte) any {
-	if c.recordJSON {
-		c.strs = c.strs[:0]
-		for _, r := range recs {
-			c.strs = append(c.strs, aliasString(r))
-		}
-		c.jsonBatch.Records = c.strs
-		c.batch.Batch = &c.jsonCase
-	} else {
-		c.protoBat.Records = recs
-		c.batch.Batch = &c.protoCase
-	}
-	if c.kind == core.Ephemeral {
-		return &c.ephBatch
-	}
-	return &c.perBatch
-}
-
-// release drops the references to the application's records.
-func (c *conn) release() {
-	c.oneJSON.JsonRecord, c.oneProto.ProtoEncodedRecord = "", nil
-	clear(c.strs)
-	c.jsonBatch.Records, c.protoBat.Records = nil, nil
-}
-
-// aliasString returns b's bytes as a string without copying them. The
-// caller guarantees b is not modified while the string is in use.
-func aliasString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // Recv reads and decodes the next server message. The call's end is io.EOF
 // when the server ended it cleanly, else a *core.ConnectionError carrying
 // the gRPC status.
@@ -156,15 +79,16 @@ func (c *conn) Recv() (core.Response, error) {
 		r   core.Response
 		err error
 	)
+	// A fresh message every time: gRPC may keep the one it filled.
 	if c.kind == core.Ephemeral {
-		proto.Reset(&c.ephResp)
-		if err = c.st.RecvMsg(&c.ephResp); err == nil {
-			r = DecodeEphemeral(&c.ephResp)
+		m := new(ingestpb.EphemeralStreamResponse)
+		if err = c.st.RecvMsg(m); err == nil {
+			r = DecodeEphemeral(m)
 		}
 	} else {
-		proto.Reset(&c.perResp)
-		if err = c.st.RecvMsg(&c.perResp); err == nil {
-			r = DecodePersistent(&c.perResp)
+		m := new(ingestpb.PersistentStreamResponse)
+		if err = c.st.RecvMsg(m); err == nil {
+			r = DecodePersistent(m)
 		}
 	}
 	if err != nil {

@@ -4,8 +4,9 @@
 //   - Transport, an io.Transport over the EphemeralStream and
 //     PersistentStream RPCs of one grpc.ClientConn: every open carries fresh
 //     headers, the first message goes out at once (without waiting for
-//     response headers), ingest messages are reused between sends, and one
-//     reader decodes the server's messages; Retire calls RetireStream;
+//     response headers), each ingest call is encoded once into a buffer of
+//     its own, and one reader decodes the server's messages; Retire calls
+//     RetireStream;
 //   - Classify, the one place where gRPC errors become the core's codes;
 //   - credentials: the HeadersProvider interface, StaticToken, and OAuth
 //     client credentials (NewOAuth) as the official SDKs do them;
@@ -21,6 +22,26 @@
 // an ack without an offset decodes faithfully (with the Has flag false), and
 // the core decides that it breaks the protocol. Only bytes that are not a
 // message at all are an error here, a *DecodeError.
+//
+// # Memory handed to gRPC
+//
+// gRPC, its codecs, stats handlers, interceptors, binary log and tracing
+// (grpc.EnableTracing and /debug/requests) may keep a message after
+// SendMsg or RecvMsg returns and read it later, on another goroutine. So:
+//
+//   - a message handed to gRPC is never modified afterwards: every send and
+//     every receive uses a fresh message;
+//   - nothing handed to gRPC points into the stream's record memory (the
+//     off-heap arena of package io, or the application's buffers with
+//     NoCopy): an ingest call is encoded once into a heap buffer made for
+//     it, the message gRPC sees aliases that buffer, and the call's codec
+//     passes the buffer through. The record is copied once on its way out,
+//     as when gRPC encoded the message itself, and the garbage collector
+//     frees the copy once nobody holds it.
+//
+// The call's codec keeps the content-type gRPC's default codec sends
+// (application/grpc); the bytes on the wire are the proto encoding of the
+// messages.
 //
 // # Close signal durations
 //

@@ -86,9 +86,9 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 	c := newConn(ctx, cancel, req)
 	switch req.Kind {
 	case core.Ephemeral:
-		c.st, err = t.client.EphemeralStream(ctx)
+		c.st, err = t.client.EphemeralStream(ctx, grpc.ForceCodecV2(c.codec))
 	case core.Persistent:
-		c.st, err = t.client.PersistentStream(ctx)
+		c.st, err = t.client.PersistentStream(ctx, grpc.ForceCodecV2(c.codec))
 	default:
 		err = fmt.Errorf("zbstream: unknown stream kind %d", req.Kind)
 	}

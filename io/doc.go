@@ -61,6 +61,14 @@
 // and must unblock both. Errors carry their status as a
 // *core.ConnectionError; the code decides whether the core retries.
 //
+// The records of a Call are lent to Send for its duration: they live in
+// the stream's off-heap arena (or are the application's buffers, with
+// NoCopy) and are unmapped or reused once durable. A transport copies or
+// encodes them into memory of its own before anything else may see them,
+// and never passes a pointer into them to code it does not own (a network
+// library, its handlers, interceptors or tracing may keep what it is given
+// and read it later). See Call.
+//
 //	type myTransport struct{ ... }
 //
 //	func (t *myTransport) Open(ctx context.Context, req streamio.OpenRequest) (streamio.Conn, error) {

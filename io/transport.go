@@ -52,10 +52,17 @@ type OpenRequest struct {
 // sent as an IngestRecordRequest) and Records (a batch of one or more,
 // sent as an IngestRecordBatchRequest when it holds two or more and as an
 // IngestRecordRequest when it holds one) is set. Wire is the offset_id to
-// put on the wire. The payload slices are the stream's copies of the
-// records (the application's own with Options.NoCopy): a transport must not
-// modify them, nor read them after Send returns, as the stream reuses their
-// memory once the call is durable.
+// put on the wire.
+//
+// Ownership: the payload slices are the stream's copies of the records, in
+// memory outside the Go heap that the stream unmaps or reuses once the call
+// is durable (the application's own buffers with Options.NoCopy). They are
+// lent to Send for its duration only: a transport must not modify them,
+// must not read them after Send returns, and must never hand them, or
+// anything that aliases them, to code it does not own (a network library,
+// its codecs, stats handlers, interceptors or tracing, which may keep what
+// they are given). It copies (encodes) them into memory of its own first,
+// as package grpcio does.
 type Call struct {
 	Wire    int64
 	Record  []byte

@@ -1,0 +1,49 @@
+package grpcio
+
+import (
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+)
+
+// sendCodec is the codec of one call (one conn). It encodes the message
+// that Send is sending as the bytes encodeCall already made for it, so a
+// record is copied once on its way out, and every other message (the open
+// message, a message a stream interceptor sends instead of ours, every
+// response) as gRPC's proto codec does.
+//
+// The bytes it returns are a heap buffer made for that one message: gRPC
+// never returns it to a pool (mem.SliceBuffer frees nothing), so it stays
+// valid for as long as gRPC's transport, tracing or a stats handler holds
+// it.
+//
+// msg and wire are set by Send around its SendMsg and read by Marshal,
+// which gRPC calls on the same goroutine, within SendMsg.
+type sendCodec struct {
+	base encoding.CodecV2
+	msg  any
+	wire []byte
+}
+
+func newSendCodec() *sendCodec { return &sendCodec{base: encoding.GetCodecV2(proto.Name)} }
+
+// Marshal returns the prepared encoding when v is the message being sent.
+// A message is identified by its pointer: a stream interceptor that sends
+// a different message gets that message encoded. (An interceptor that
+// modified our message in place would not; gRPC's contract already forbids
+// modifying a message once it is handed to SendMsg.)
+func (c *sendCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if c.msg != nil && v == c.msg {
+		return mem.BufferSlice{mem.SliceBuffer(c.wire)}, nil
+	}
+	return c.base.Marshal(v)
+}
+
+// Unmarshal decodes as gRPC's proto codec does.
+func (c *sendCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.base.Unmarshal(data, v) }
+
+// Name is empty so that the call's content-type stays "application/grpc",
+// the one gRPC sends with its default proto codec: a forced codec's name
+// becomes the content-subtype ("application/grpc+NAME"), and the wire must
+// not change with the codec.
+func (c *sendCodec) Name() string { return "" }

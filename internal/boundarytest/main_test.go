@@ -1,0 +1,15 @@
+package boundarytest
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+)
+
+func TestMain(m *testing.M) {
+	// Set before any stream starts: gRPC reads it when a call begins, and
+	// every call of this binary is then traced.
+	grpc.EnableTracing = true
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package boundarytest
+
+// raceDetector: this binary runs under the race detector.
+const raceDetector = true
