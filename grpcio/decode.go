@@ -18,7 +18,8 @@ import (
 // protobuf runtime's error and is reachable with errors.Is/As through Unwrap.
 type DecodeError struct {
 	// Message is the full protobuf name of the message that was expected,
-	// e.g. "databricks.zerobus.PersistentStreamResponse".
+	// e.g. "zbstream.zerobus.v1.PersistentStreamResponse" (the registered
+	// name, not the official one; see package ingestpb).
 	Message protoreflect.FullName
 	// Err is the error from proto.Unmarshal.
 	Err error

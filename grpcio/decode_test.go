@@ -290,11 +290,11 @@ func TestUnmarshalWire(t *testing.T) {
 func TestDecodeErrorNames(t *testing.T) {
 	_, err := grpcio.UnmarshalPersistent([]byte{0x80})
 	var de *grpcio.DecodeError
-	if !errors.As(err, &de) || de.Message != "databricks.zerobus.PersistentStreamResponse" {
+	if !errors.As(err, &de) || de.Message != "zbstream.zerobus.v1.PersistentStreamResponse" {
 		t.Fatalf("UnmarshalPersistent error = %#v", err)
 	}
 	_, err = grpcio.UnmarshalEphemeral([]byte{0x80})
-	if !errors.As(err, &de) || de.Message != "databricks.zerobus.EphemeralStreamResponse" {
+	if !errors.As(err, &de) || de.Message != "zbstream.zerobus.v1.EphemeralStreamResponse" {
 		t.Fatalf("UnmarshalEphemeral error = %#v", err)
 	}
 }

@@ -1,12 +1,18 @@
 package ingestpb_test
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
@@ -27,7 +33,7 @@ func TestFullMethodNames(t *testing.T) {
 		t.Errorf("service name %q", got)
 	}
 
-	svc := ingestpb.File_zerobus_service_proto.Services().ByName("Zerobus")
+	svc := ingestpb.File_zbstream_zerobus_service_proto.Services().ByName("Zerobus")
 	if svc == nil {
 		t.Fatal("service Zerobus not in file descriptor")
 	}
@@ -50,6 +56,92 @@ func TestFullMethodNames(t *testing.T) {
 			t.Errorf("method %s streaming (client %v, server %v), want (%v, %v)",
 				name, m.IsStreamingClient(), m.IsStreamingServer(), s.client, s.server)
 		}
+	}
+}
+
+// TestWireServiceNames checks the method paths the generated client sends
+// and the service name the generated server registers with gRPC: the
+// official ones, whatever the names in the protobuf registry.
+func TestWireServiceNames(t *testing.T) {
+	want := []string{
+		"/databricks.zerobus.Zerobus/EphemeralStream",
+		"/databricks.zerobus.Zerobus/PersistentStream",
+		"/databricks.zerobus.Zerobus/RetireStream",
+	}
+
+	// The client: interceptors record each call's method and end it before
+	// any connection is made.
+	var sent []string
+	errIntercepted := errors.New("intercepted")
+	cc, err := grpc.NewClient("passthrough:///unused",
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(func(_ context.Context, method string, _, _ any, _ *grpc.ClientConn, _ grpc.UnaryInvoker, _ ...grpc.CallOption) error {
+			sent = append(sent, method)
+			return errIntercepted
+		}),
+		grpc.WithStreamInterceptor(func(_ context.Context, _ *grpc.StreamDesc, _ *grpc.ClientConn, method string, _ grpc.Streamer, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+			sent = append(sent, method)
+			return nil, errIntercepted
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	client := ingestpb.NewZerobusClient(cc)
+	ctx := context.Background()
+	if _, err := client.EphemeralStream(ctx); !errors.Is(err, errIntercepted) {
+		t.Errorf("EphemeralStream: %v", err)
+	}
+	if _, err := client.PersistentStream(ctx); !errors.Is(err, errIntercepted) {
+		t.Errorf("PersistentStream: %v", err)
+	}
+	if _, err := client.RetireStream(ctx, &ingestpb.RetireStreamRequest{}); !errors.Is(err, errIntercepted) {
+		t.Errorf("RetireStream: %v", err)
+	}
+	if !slices.Equal(sent, want) {
+		t.Errorf("client called %q, want %q", sent, want)
+	}
+
+	// The server: the paths gRPC routes to the registered implementation.
+	srv := grpc.NewServer()
+	ingestpb.RegisterZerobusServer(srv, ingestpb.UnimplementedZerobusServer{})
+	var served []string
+	for svc, info := range srv.GetServiceInfo() {
+		for _, m := range info.Methods {
+			served = append(served, "/"+svc+"/"+m.Name)
+		}
+	}
+	slices.Sort(served)
+	if !slices.Equal(served, want) {
+		t.Errorf("server serves %q, want %q", served, want)
+	}
+}
+
+// TestRegisteredNames checks that the contract is registered under names of
+// its own, not the official file path and package, so that another copy of
+// the official proto can be linked into the same program (see package doc).
+func TestRegisteredNames(t *testing.T) {
+	fd := (&ingestpb.IngestRecordResponse{}).ProtoReflect().Descriptor().ParentFile()
+	if fd != ingestpb.File_zbstream_zerobus_service_proto {
+		t.Error("File_zbstream_zerobus_service_proto is not the file of the messages")
+	}
+	if got := fd.Path(); got != "zbstream/zerobus_service.proto" {
+		t.Errorf("registered as %q", got)
+	}
+	if _, err := protoregistry.GlobalFiles.FindFileByPath("zerobus_service.proto"); !errors.Is(err, protoregistry.NotFound) {
+		t.Errorf("official path zerobus_service.proto registered: %v", err)
+	}
+	for _, name := range []protoreflect.FullName{
+		"databricks.zerobus.Zerobus",
+		"databricks.zerobus.RecordType",
+		"databricks.zerobus.IngestRecordResponse",
+	} {
+		if d, err := protoregistry.GlobalFiles.FindDescriptorByName(name); !errors.Is(err, protoregistry.NotFound) {
+			t.Errorf("official name %s registered (%v, %v)", name, d, err)
+		}
+	}
+	if got := (&ingestpb.IngestRecordResponse{}).ProtoReflect().Descriptor().FullName(); got != "zbstream.zerobus.v1.IngestRecordResponse" {
+		t.Errorf("IngestRecordResponse registered as %s", got)
 	}
 }
 
@@ -81,8 +173,8 @@ func TestFieldNumbers(t *testing.T) {
 		"RetireStreamRequest":  {"stream_id": 1},
 		"RetireStreamResponse": {"last_committed_offset": 1},
 	}
-	fd := ingestpb.File_zerobus_service_proto
-	if got := fd.Package(); got != "databricks.zerobus" {
+	fd := ingestpb.File_zbstream_zerobus_service_proto
+	if got := fd.Package(); got != "zbstream.zerobus.v1" {
 		t.Errorf("package %q", got)
 	}
 	if fd.Syntax() != protoreflect.Proto2 {
