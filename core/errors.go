@@ -172,8 +172,18 @@ func (e *ConnectionError) Error() string {
 // Unwrap returns the transport's error.
 func (e *ConnectionError) Unwrap() error { return e.Err }
 
-// Retryable reports whether recovery may reconnect after this failure.
-func (e *ConnectionError) Retryable() bool { return e.Code.Retryable() }
+// Retryable reports whether recovery may reconnect after this failure: its
+// code is retryable, and no error in its cause says otherwise with a
+// Retryable method of its own. A transport uses that method for a failure
+// that keeps a retryable code but that no reconnect can fix: a TLS
+// mismatch is UNAVAILABLE to gRPC, as a server that is down is.
+func (e *ConnectionError) Retryable() bool {
+	var r interface{ Retryable() bool }
+	if e.Err != nil && errors.As(e.Err, &r) && !r.Retryable() {
+		return false
+	}
+	return e.Code.Retryable()
+}
 
 // RetryError reports that recovery gave up: Attempts reconnects in one
 // episode made no durable progress. Last is the final failure.
