@@ -190,12 +190,7 @@ func TestTLSMistakes(t *testing.T) {
 		})
 	}
 	t.Run("refused", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
+		addr := freeAddr(t)
 		for _, endpoint := range []string{"http://" + addr, "https://" + addr} {
 			h := &countingHeaders{token: "t"}
 			cl, err := zbstream.NewClient(endpoint, zbstream.WithHeadersProvider(h))

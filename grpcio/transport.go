@@ -123,7 +123,7 @@ func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
 			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 				code = Classify(err) // the open was abandoned, not refused
 			}
-			return nil, &core.ConnectionError{Code: code, Err: fmt.Errorf("zbstream: credentials: %w", err)}
+			return nil, &core.ConnectionError{Code: code, Err: core.Errorf("credentials: %w", err)}
 		}
 		for k, v := range h {
 			// gRPC metadata keys are case-insensitive (it lowercases
