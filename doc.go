@@ -32,9 +32,12 @@
 //
 // Errors are typed and wrapped: errors.Is works with ErrClosed,
 // ErrStreamFailed, ErrRecordType, ErrCallTooLarge and the rest, and
-// errors.As with *ConfigError, *LimitError, *ProtocolError, *RetryError and
-// *ConnectionError, whose cause is the gRPC status error. A stream that
-// fails stays failed; its undelivered records stay in Unacked.
+// errors.As with *ConfigError, *LimitError, *ProtocolError, *RetryError,
+// *TLSError and *ConnectionError, whose cause is the gRPC status error. A
+// stream that fails stays failed; its undelivered records stay in Unacked.
+// A message says "zbstream: " once, at its start, however deep the chain:
+// an error that shows another inside its own message drops the inner one's
+// prefix (see core.Prefix).
 //
 // The package is a thin layer: package io runs the protocol core (package
 // core) over package grpcio's transport, and its Stream is embedded here.

@@ -2,6 +2,7 @@ package zbstream
 
 import (
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
 	streamio "github.com/zbstream/zbstream/io"
 )
 
@@ -58,4 +59,27 @@ type (
 	// CallbackPanicError is the cause a stream fails with when a callback
 	// panics.
 	CallbackPanicError = streamio.CallbackPanicError
+	// TLSError is an open that failed because the client and the server
+	// disagree about TLS: an untrusted certificate, one for another host
+	// name, an http:// endpoint for a TLS server or a TLS one for a
+	// plaintext server. It comes inside a *ConnectionError (UNAVAILABLE,
+	// as gRPC reports it), is never retried, and its message says what to
+	// change.
+	TLSError = grpcio.TLSError
+	// TLSMistake names the disagreement of a TLSError.
+	TLSMistake = grpcio.TLSMistake
+)
+
+// The TLS mistakes a TLSError reports.
+const (
+	// UntrustedCertificate: the server's certificate chains to no trusted
+	// CA (see WithCAFile).
+	UntrustedCertificate = grpcio.UntrustedCertificate
+	// HostnameMismatch: the certificate is not valid for the endpoint's
+	// host name.
+	HostnameMismatch = grpcio.HostnameMismatch
+	// PlaintextToTLS: an http:// endpoint, but the server speaks TLS.
+	PlaintextToTLS = grpcio.PlaintextToTLS
+	// TLSToPlaintext: a TLS endpoint, but the server speaks plaintext.
+	TLSToPlaintext = grpcio.TLSToPlaintext
 )

@@ -50,7 +50,9 @@ func WithToken(token string) Option {
 
 // WithHeadersProvider authenticates with a provider of your own: it is
 // called on every open, so it can hand out fresh tokens, and told when the
-// server rejects them.
+// server rejects them. A provider written for the official SDKs, which
+// returns the table header as well, works as it is (see
+// grpcio.HeadersProvider).
 func WithHeadersProvider(p HeadersProvider) Option {
 	return func(o *clientOptions) error {
 		if p == nil {

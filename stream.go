@@ -55,7 +55,7 @@ func (s *Stream) IngestProtoBatch(ctx context.Context, msgs []ProtoMessage) (int
 	for i, m := range msgs {
 		b, err := s.marshalProto(m)
 		if err != nil {
-			return core.NoOffset, fmt.Errorf("record %d: %w", i, err)
+			return core.NoOffset, core.Errorf("record %d: %w", i, err)
 		}
 		recs[i] = b
 	}

@@ -3,7 +3,66 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
+
+// Prefix starts the message of every error the library returns, once. The
+// rule that keeps it to once: an error that shows another error's message
+// inside its own (a wrapper: *ConnectionError, *RetryError, Errorf) shows
+// it with Unprefixed, so that only the outermost message carries the
+// prefix, at its start; and an error handed to gRPC (a dialer's, a
+// handshake's) carries none, since gRPC quotes it inside a status message.
+// errors.Is and errors.As are untouched: only the text changes.
+const Prefix = "zbstream: "
+
+// Unprefixed returns err's message without its leading Prefix: how a
+// wrapping error shows the error it wraps.
+func Unprefixed(err error) string {
+	if err == nil {
+		return "<nil>" // as fmt shows it
+	}
+	return strings.TrimPrefix(err.Error(), Prefix)
+}
+
+// Errorf is fmt.Errorf for an error of the library that shows others: its
+// message is Prefix and the formatted text, in which every error argument
+// is shown with Unprefixed; %w wraps as with fmt.Errorf (errors.Unwrap,
+// errors.Is and errors.As see the same tree).
+func Errorf(format string, a ...any) error {
+	tree := fmt.Errorf(format, a...)
+	shown := make([]any, len(a))
+	for i, x := range a {
+		if err, ok := x.(error); ok && err != nil {
+			x = Unprefixed(err)
+		}
+		shown[i] = x
+	}
+	msg := Prefix + strings.TrimPrefix(fmt.Sprintf(strings.ReplaceAll(format, "%w", "%v"), shown...), Prefix)
+	switch u := tree.(type) {
+	case interface{ Unwrap() error }:
+		return &wrapError{msg: msg, err: u.Unwrap()}
+	case interface{ Unwrap() []error }:
+		return &wrapErrors{msg: msg, errs: u.Unwrap()}
+	}
+	return errors.New(msg)
+}
+
+// wrapError and wrapErrors are fmt's wrapping errors with Errorf's message.
+type wrapError struct {
+	msg string
+	err error
+}
+
+func (e *wrapError) Error() string { return e.msg }
+func (e *wrapError) Unwrap() error { return e.err }
+
+type wrapErrors struct {
+	msg  string
+	errs []error
+}
+
+func (e *wrapErrors) Error() string   { return e.msg }
+func (e *wrapErrors) Unwrap() []error { return e.errs }
 
 // Caller misuse: the call returns one of these (possibly wrapped) and the
 // machine is unchanged.
@@ -166,14 +225,24 @@ func (e *ConnectionError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("zbstream: connection failed: %s", e.Code)
 	}
-	return fmt.Sprintf("zbstream: connection failed (%s): %v", e.Code, e.Err)
+	return fmt.Sprintf("zbstream: connection failed (%s): %s", e.Code, Unprefixed(e.Err))
 }
 
 // Unwrap returns the transport's error.
 func (e *ConnectionError) Unwrap() error { return e.Err }
 
-// Retryable reports whether recovery may reconnect after this failure.
-func (e *ConnectionError) Retryable() bool { return e.Code.Retryable() }
+// Retryable reports whether recovery may reconnect after this failure: its
+// code is retryable, and no error in its cause says otherwise with a
+// Retryable method of its own. A transport uses that method for a failure
+// that keeps a retryable code but that no reconnect can fix: a TLS
+// mismatch is UNAVAILABLE to gRPC, as a server that is down is.
+func (e *ConnectionError) Retryable() bool {
+	var r interface{ Retryable() bool }
+	if e.Err != nil && errors.As(e.Err, &r) && !r.Retryable() {
+		return false
+	}
+	return e.Code.Retryable()
+}
 
 // RetryError reports that recovery gave up: Attempts reconnects in one
 // episode made no durable progress. Last is the final failure.
@@ -183,7 +252,7 @@ type RetryError struct {
 }
 
 func (e *RetryError) Error() string {
-	return fmt.Sprintf("zbstream: recovery retries exhausted after %d attempts: %v", e.Attempts, e.Last)
+	return fmt.Sprintf("zbstream: recovery retries exhausted after %d attempts: %s", e.Attempts, Unprefixed(e.Last))
 }
 
 // Unwrap exposes both ErrRetriesExhausted and the last failure to errors.Is/As.

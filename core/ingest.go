@@ -42,7 +42,7 @@ func (m *Machine) canIngest(now Instant, rt RecordType) error {
 	}
 	switch {
 	case m.err != nil:
-		return fmt.Errorf("%w: %w", ErrStreamFailed, m.err)
+		return Errorf("%w: %w", ErrStreamFailed, m.err)
 	case m.closeRequested || m.State() == fsm.Closing || m.State() == fsm.Closed:
 		return ErrClosed
 	case !m.opened:

@@ -116,6 +116,11 @@ type DialOptions struct {
 // the endpoint's unresolved host:port, so names are resolved by the proxy;
 // gRPC's own proxy support is disabled, so this is the only proxy path.
 //
+// TLS mistakes: a call that fails because the server's certificate is not
+// trusted or not valid for the host, because an http:// endpoint names a
+// TLS server or a TLS endpoint a plaintext one, fails with a *TLSError
+// (inside the usual *core.ConnectionError), which is not retryable.
+//
 // Invalid options are *core.ConfigError values naming the field.
 func Dial(endpoint string, opts DialOptions) (*grpc.ClientConn, error) {
 	ep, err := ParseEndpoint(endpoint)
@@ -153,6 +158,12 @@ func Dial(endpoint string, opts DialOptions) (*grpc.ClientConn, error) {
 	if d.dial == nil {
 		d.dial = (&net.Dialer{}).DialContext
 	}
+	// The watch gives the calls that fail because of a TLS mistake a
+	// *TLSError, which is not retried: see tlsWatch.
+	w := &tlsWatch{ep: ep, dial: d.DialContext}
+	if !ep.Plaintext {
+		creds = &watchedCreds{TransportCredentials: creds, w: w}
+	}
 	ka := keepalive.ClientParameters{Time: DefaultKeepaliveTime, Timeout: DefaultKeepaliveTimeout}
 	if opts.Keepalive != nil {
 		ka = *opts.Keepalive
@@ -164,7 +175,9 @@ func Dial(endpoint string, opts DialOptions) (*grpc.ClientConn, error) {
 	gopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithNoProxy(),
-		grpc.WithContextDialer(d.DialContext),
+		grpc.WithContextDialer(w.dialContext),
+		grpc.WithChainUnaryInterceptor(w.unary),
+		grpc.WithChainStreamInterceptor(w.stream),
 		grpc.WithUserAgent(ua),
 		grpc.WithKeepaliveParams(ka),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxRecv)),

@@ -18,8 +18,11 @@ const (
 // authorization header and anything else a deployment needs. The transport
 // calls Headers for every open, the first and each reconnect, so a
 // reconnect always carries a fresh token; the table and SDK headers are
-// added by the transport itself. Implementations must be safe for
-// concurrent use.
+// added by the transport itself. A provider written for the official SDKs
+// may return the table header (HeaderTable) too: its value must then be
+// the stream's table, and it is sent once; another table fails the open
+// with a *core.ConfigError before anything is sent. Implementations must
+// be safe for concurrent use.
 type HeadersProvider interface {
 	// Headers returns the metadata for one call. ctx bounds any work it
 	// does (minting a token, say). An error fails the open attempt; wrap

@@ -176,7 +176,8 @@ type connectDialer struct {
 }
 
 // DialContext connects to addr (host:port, unresolved), directly or
-// through the proxy.
+// through the proxy. Its errors carry no "zbstream: " (core.Prefix): gRPC
+// quotes them inside the status message of the calls that fail.
 func (d *connectDialer) DialContext(ctx context.Context, addr string) (net.Conn, error) {
 	if d.proxy == nil {
 		return d.dial(ctx, "tcp", addr)
@@ -187,12 +188,12 @@ func (d *connectDialer) DialContext(ctx context.Context, addr string) (net.Conn,
 	}
 	conn, err := d.dial(ctx, "tcp", proxyAddr)
 	if err != nil {
-		return nil, fmt.Errorf("zbstream: connect to proxy %s: %w", proxyAddr, err)
+		return nil, fmt.Errorf("connect to proxy %s: %w", proxyAddr, err)
 	}
 	c, err := d.handshake(ctx, conn, addr)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("zbstream: proxy %s: CONNECT %s: %w", proxyAddr, addr, err)
+		return nil, fmt.Errorf("proxy %s: CONNECT %s: %w", proxyAddr, addr, err)
 	}
 	return c, nil
 }

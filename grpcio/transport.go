@@ -105,7 +105,11 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 }
 
 // outgoing attaches the call metadata: the provider's headers, the table,
-// the SDK.
+// the SDK. A provider may send the table header itself, as the official
+// SDKs' providers do: the same table is sent once, another one is a
+// *core.ConfigError (inside a non-retryable INVALID_ARGUMENT
+// *core.ConnectionError, since the driver retries any other open error)
+// and nothing is sent.
 func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
 	kv := make([]string, 0, 6)
 	if t.cfg.Headers != nil {
@@ -119,9 +123,20 @@ func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
 			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 				code = Classify(err) // the open was abandoned, not refused
 			}
-			return nil, &core.ConnectionError{Code: code, Err: fmt.Errorf("zbstream: credentials: %w", err)}
+			return nil, &core.ConnectionError{Code: code, Err: core.Errorf("credentials: %w", err)}
 		}
 		for k, v := range h {
+			// gRPC metadata keys are case-insensitive (it lowercases
+			// them): compare them so.
+			if strings.ToLower(k) == HeaderTable {
+				if v != t.cfg.Table {
+					return nil, &core.ConnectionError{Code: core.CodeInvalidArgument, Err: &core.ConfigError{
+						Field:  "HeadersProvider",
+						Reason: fmt.Sprintf("sends the %s header %q for a stream of table %q", HeaderTable, v, t.cfg.Table),
+					}}
+				}
+				continue // sent below, once
+			}
 			kv = append(kv, k, v)
 		}
 	}

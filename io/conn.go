@@ -3,7 +3,6 @@ package io
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/zbstream/zbstream/core"
@@ -292,7 +291,7 @@ func (s *Stream) endNow(c *conn, err error) {
 // broken fails the stream when the machine refuses an input the driver
 // gave it: a driver bug, reported rather than hidden. The caller holds s.mu.
 func (s *Stream) broken(err error) {
-	_ = s.m.Fail(s.at, fmt.Errorf("zbstream: internal error: %w", err))
+	_ = s.m.Fail(s.at, core.Errorf("internal error: %w", err))
 }
 
 // sendLoop writes what the machine hands this connection, in order, and

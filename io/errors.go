@@ -29,6 +29,9 @@ type CallbackPanicError struct {
 }
 
 func (e *CallbackPanicError) Error() string {
+	if err, ok := e.Value.(error); ok {
+		return fmt.Sprintf("zbstream: callback for offset %d panicked: %s", e.Offset, core.Unprefixed(err))
+	}
 	return fmt.Sprintf("zbstream: callback for offset %d panicked: %v", e.Offset, e.Value)
 }
 
@@ -61,4 +64,4 @@ func codeOf(err error) core.Code {
 }
 
 // failed wraps a stream's terminal error for calls made after it.
-func failed(err error) error { return fmt.Errorf("%w: %w", core.ErrStreamFailed, err) }
+func failed(err error) error { return core.Errorf("%w: %w", core.ErrStreamFailed, err) }

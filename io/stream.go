@@ -134,7 +134,7 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		s.abandon(fmt.Errorf("zbstream: open abandoned: %w", context.Cause(ctx)))
 	}
 	s.release(ctx)
-	return nil, fmt.Errorf("opening the stream: %w", s.err)
+	return nil, core.Errorf("opening the stream: %w", s.err)
 }
 
 // abandon fails the stream with a cause of the driver's own and waits for

@@ -92,7 +92,7 @@ func recoveryRounds(ctx context.Context, cfg benchConfig, fault server.Fault, pr
 	for i := range cfg.rounds {
 		d, err := recoveryRound(ctx, srv, s.StreamID(), fault, obs, ingested)
 		if err != nil {
-			return nil, fmt.Errorf("round %d: %w", i+1, err)
+			return nil, core.Errorf("round %d: %w", i+1, err)
 		}
 		ds = append(ds, d)
 		progress(i)
@@ -140,7 +140,7 @@ func recoveryRound(ctx context.Context, srv *server.Server, id string, fault ser
 		return 0, errors.New("the fault did not fire")
 	case err := <-ingested:
 		h.Remove()
-		return 0, fmt.Errorf("the stream failed: %w", err)
+		return 0, core.Errorf("the stream failed: %w", err)
 	case <-ctx.Done():
 		h.Remove()
 		return 0, ctx.Err()
@@ -264,7 +264,7 @@ func (o *recoveryObserver) waitAck(ctx context.Context, conn, n int) (time.Time,
 		case ok:
 			return at, nil
 		case err != nil:
-			return time.Time{}, fmt.Errorf("the stream failed: %w", err)
+			return time.Time{}, core.Errorf("the stream failed: %w", err)
 		}
 		select {
 		case <-ch:

@@ -46,21 +46,43 @@ func usageErr(format string, a ...any) error {
 	return withCode(exitUsage, fmt.Errorf(format, a...))
 }
 
+// tlsFlagHint names the flag that fixes a TLS mistake; caFlag is the
+// command's flag for a CA file.
+func tlsFlagHint(m zbstream.TLSMistake, caFlag string) string {
+	switch m {
+	case zbstream.UntrustedCertificate:
+		return "give the server's CA certificate with " + caFlag
+	case zbstream.HostnameMismatch:
+		return "give -endpoint a host name the certificate is for"
+	case zbstream.PlaintextToTLS:
+		return "give -endpoint an https:// URL"
+	}
+	return "give -endpoint an http:// URL"
+}
+
 // clientErr gives a client error its exit code: refused credentials or
-// table, an unreachable server, or a plain failure.
-func clientErr(err error) error {
+// table, an unreachable server, or a plain failure. A TLS mistake is a
+// usage error (the flags do not match the server) and gets the flag that
+// fixes it.
+func clientErr(err error) error { return clientErrCA(err, "-ca-file") }
+
+// clientErrCA is clientErr for a command whose CA file flag is caFlag.
+func clientErrCA(err error, caFlag string) error {
 	if err == nil {
 		return nil
 	}
 	var ce *zbstream.ConnectionError
 	var cfg *zbstream.ConfigError
+	var te *zbstream.TLSError
 	switch {
 	case errors.As(err, &cfg):
 		return withCode(exitUsage, err)
+	case errors.As(err, &te):
+		return withCode(exitUsage, core.Errorf("%w (%s)", err, tlsFlagHint(te.Mistake, caFlag)))
 	case errors.As(err, &ce) && (ce.Code == core.CodeUnauthenticated || ce.Code == core.CodePermissionDenied):
 		return withCode(exitAuth, err)
 	case errors.As(err, &ce) && (ce.Code == core.CodeUnavailable || ce.Code == core.CodeDeadlineExceeded):
-		return withCode(exitUnreachable, fmt.Errorf("server unreachable: %w", err))
+		return withCode(exitUnreachable, core.Errorf("server unreachable: %w", err))
 	}
 	return withCode(exitFailure, err)
 }

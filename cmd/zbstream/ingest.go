@@ -31,7 +31,8 @@ command again: it resumes the stream and continues after the records the
 server already holds, with no duplicate and no gap. A finished file is not
 sent again. The file must not change until it is done.
 
-Exit codes: 0 done, 1 failure, 2 bad flags, 3 unreadable or malformed input
+Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
+included: an untrusted certificate, the wrong scheme), 3 unreadable or malformed input
 (or a state file for another file), 4 server unreachable, 5 credentials or
 table refused, 130 interrupted (run again to continue).
 
@@ -287,7 +288,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// Everything is sent: wait until it is durable (bounded by the
 		// flush timeout, 5 minutes), Ctrl-C still heard.
 		if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
-			sendErr = clientErr(fmt.Errorf("stream %s: waiting for the last calls (run the same command again to continue): %w", st.StreamID, err))
+			sendErr = clientErr(core.Errorf("stream %s: waiting for the last calls (run the same command again to continue): %w", st.StreamID, err))
 		}
 	}
 	closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
@@ -324,7 +325,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return withCode(exitInterrupted, errors.New(msg))
 	}
 	if closeErr != nil {
-		return clientErr(fmt.Errorf("closing stream %s with calls durable up to %d of %d (run the same command again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
+		return clientErr(core.Errorf("closing stream %s with calls durable up to %d of %d (run the same command again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
 	}
 	if last != st.Batches-1 {
 		// Cannot happen after a clean close of a fully sent file; never
@@ -414,7 +415,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			return clientErr(fmt.Errorf("stream %s failed at call %d of %d (run the same command again to continue): %w", r.st.StreamID, k, r.st.Batches-1, err))
+			return clientErr(core.Errorf("stream %s failed at call %d of %d (run the same command again to continue): %w", r.st.StreamID, k, r.st.Batches-1, err))
 		}
 		if off != k {
 			return withCode(exitFailure, fmt.Errorf("call %d got offset %d: the stream and the file disagree", k, off))

@@ -546,6 +546,55 @@ func TestIngestRefusedToken(t *testing.T) {
 	if code != exitAuth {
 		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
 	}
+	ingestWantPrefixOnce(t, errOut)
+}
+
+// ingestWantPrefixOnce checks that the command's error output says
+// "zbstream:" once, at the start of its line.
+func ingestWantPrefixOnce(t *testing.T, errOut string) {
+	t.Helper()
+	if n := strings.Count(errOut, "zbstream:"); n != 1 || !strings.HasPrefix(errOut, "zbstream: ") {
+		t.Errorf("the error says \"zbstream:\" %d times, want once at its start:\n%s", n, errOut)
+	}
+}
+
+// TestIngestTLSMistakes: a TLS mismatch with the server is a usage error
+// (exit 2) whose message names the flag to change and says "zbstream:"
+// once. (The library's tests count the open attempts: none is retried.)
+func TestIngestTLSMistakes(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := writeSelfSigned(t, dir)
+	tlsCfg, err := server.LoadTLS(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsTS := servertest.Start(t, servertest.WithOptions(func(o *server.Options) { o.TLS = tlsCfg }))
+	plainTS := servertest.Start(t)
+	file := ingestWriteLines(t, dir, "a.jsonl", 3)
+	for _, c := range []struct {
+		name string
+		args []string
+		hint string
+	}{
+		{"untrusted", []string{"-endpoint", "https://" + tlsTS.Addr}, "-ca-file"},
+		{"http to TLS", []string{"-endpoint", "http://" + tlsTS.Addr}, "https://"},
+		{"https to plaintext", []string{"-endpoint", "https://" + plainTS.Addr, "-ca-file", cert}, "http://" + plainTS.Addr},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(c.args, "-token", tlsTS.Token, "-table", tlsTS.Table, "-state", filepath.Join(t.TempDir(), "state"), file)
+			code, _, errOut := runIngestCmd(context.Background(), t, args...)
+			if code != exitUsage || !strings.Contains(errOut, c.hint) || !strings.Contains(errOut, "TLS") {
+				t.Fatalf("exit %d, want %d and a message naming %q: %s", code, exitUsage, c.hint, errOut)
+			}
+			ingestWantPrefixOnce(t, errOut)
+		})
+	}
+	// A bad endpoint (a configuration error) says it once too.
+	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "ftp://"+plainTS.Addr, "-token", "t", "-table", plainTS.Table, file)
+	if code != exitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, exitUsage, errOut)
+	}
+	ingestWantPrefixOnce(t, errOut)
 }
 
 func TestIngestUnreachable(t *testing.T) {
@@ -554,9 +603,10 @@ func TestIngestUnreachable(t *testing.T) {
 	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
 	addr := ingestFreeAddr(t)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
-	if code != exitUnreachable {
-		t.Fatalf("exit %d, want %d: %s", code, exitUnreachable, errOut)
+	if code != exitUnreachable || !strings.Contains(errOut, "retries exhausted") {
+		t.Fatalf("exit %d, want %d after the retries: %s", code, exitUnreachable, errOut)
 	}
+	ingestWantPrefixOnce(t, errOut)
 }
 
 // ingestFreeAddr returns a loopback address nothing listens on.

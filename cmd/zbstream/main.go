@@ -22,6 +22,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/zbstream/zbstream/core"
 )
 
 // command is one subcommand: run parses args and does the work; its error,
@@ -122,6 +124,8 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.Is(err, context.Canceled):
 		code = exitInterrupted
 	}
-	fmt.Fprintln(stderr, "zbstream:", err)
+	// The library's errors start with "zbstream: " (core.Prefix), and so
+	// do the command's that wrap one (core.Errorf): say it once.
+	fmt.Fprintln(stderr, "zbstream:", core.Unprefixed(err))
 	return code
 }

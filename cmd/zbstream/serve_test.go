@@ -258,6 +258,12 @@ func TestServeTLS(t *testing.T) {
 		t.Fatalf("list:\n%s", out)
 	}
 	wantCode(t, exitFailure, "streams", "retire", "ps-none", "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-alice", "-ca", cert)
+	// Without -ca the retire is a usage error that names the flag.
+	code, _, errs := runCmd(t, "streams", "retire", "ps-none", "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-alice")
+	if code != exitUsage || !strings.Contains(errs, "with -ca)") {
+		t.Fatalf("retire without -ca: exit %d, want %d naming -ca: %s", code, exitUsage, errs)
+	}
+	ingestWantPrefixOnce(t, errs)
 }
 
 func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {

@@ -337,9 +337,10 @@ func retireRPC(ctx context.Context, f *streamsFlags, table, id string) (int64, e
 }
 
 // retireErr is clientErr with the server's own words when it answered
-// (NOT_FOUND for an unknown stream or another principal's).
+// (NOT_FOUND for an unknown stream or another principal's); an unreachable
+// server or a usage mistake (a TLS mismatch) keeps clientErr's words.
 func retireErr(err error) error {
-	e := clientErr(err)
+	e := clientErrCA(err, "-ca")
 	var st *status.Status
 	for inner := err; inner != nil; inner = errors.Unwrap(inner) {
 		if s, ok := status.FromError(inner); ok {
@@ -347,7 +348,7 @@ func retireErr(err error) error {
 		}
 	}
 	var ee *exitError
-	if st != nil && st.Code() != codes.Unknown && errors.As(e, &ee) && ee.code != exitUnreachable {
+	if st != nil && st.Code() != codes.Unknown && errors.As(e, &ee) && ee.code != exitUnreachable && ee.code != exitUsage {
 		return withCode(ee.code, fmt.Errorf("retire refused: %s: %s", st.Code(), st.Message()))
 	}
 	return e
