@@ -77,7 +77,9 @@ func (s *Spool) write(group []*call, buf []byte) []byte {
 	buf = buf[:0]
 	var records int64
 	for i, c := range group {
-		e := entry{offset: first + int64(i), batch: c.batch, records: c.records}
+		// Each entry records its group (one write, one fsync): Open tells
+		// a torn last group from damage to synced ones by it.
+		e := entry{offset: first + int64(i), batch: c.batch, group: first, records: c.records}
 		buf = appendEntry(buf, &e)
 		records += int64(len(c.records))
 	}

@@ -35,10 +35,12 @@
 //
 // Open takes an exclusive flock on the directory (a second process gets
 // ErrLocked), checks the header against the options (table, record type,
-// message and descriptor: a *MismatchError), reads the last segment,
-// cuts a torn tail (an entry cut short or whose CRC-32C does not match: a
-// write the crash interrupted, whose call never returned) and syncs the
-// segment, then resumes the stream by the id in the header. With the
+// message and descriptor: a *MismatchError), reads every segment without
+// changing anything, refuses damage that is not a torn tail (a
+// *CorruptError, see Damage below), cuts a torn tail of the last segment
+// (damage confined to its last group commit: a write the crash
+// interrupted, whose calls never returned) and syncs the segment, then
+// resumes the stream by the id in the header. With the
 // server's watermark W it removes the segments at or below W, hands every
 // entry above W to the stream again under its offset, and new calls
 // continue after the log's last entry. A W above the log's last offset (a
@@ -65,13 +67,59 @@
 // first entry. A segment is a sequence of entries:
 //
 //	length uint32 LE | crc32c uint32 LE (of length and body) | body
-//	body: offset int64 LE | kind byte (1 record, 2 batch) | uvarint count | count × (uvarint len, bytes)
+//	body: offset int64 LE | kind byte | [uvarint group] | uvarint count | count × (uvarint len, bytes)
+//	kind: 1 record, 2 batch, plus 0x80 when the group field follows
+//	group: offset minus the offset of the first entry of its group commit
+//
+// A group commit is the entries one write and one fsync wrote: the calls
+// the committer took together. Every entry records its group's first
+// offset, and a group never spans two segments. Logs written before
+// groups were recorded (kind 1 or 2 without 0x80) stay readable, and a new
+// process appends grouped entries after them.
 //
 // A new segment is started when the active one exceeds
 // Options.SegmentBytes; its name is made durable (the directory synced)
 // before anything is written to it. The last segment is never removed: its
 // name and entries say where the log ends, even when everything is
 // durable.
+//
+// # Damage
+//
+// A crash can damage only the last group commit of the last segment: its
+// fsync had not returned, so none of its calls had, and the kernel may
+// have written any part of it, in any order, with garbage of any length
+// after it. Everything before it was synced. So Open reads each segment's
+// valid prefix, and when bytes follow it (an entry cut short, a length out
+// of range, a CRC that does not match), it scans them at every byte
+// position for intact entries. An intact entry of a LATER group than the
+// damaged entry's (its group starts after the damaged offset) proves that
+// the damaged entry had been synced: that is corruption, not a torn write.
+// Damage after which no such entry is found is a torn tail, and cut. An
+// old-format entry (no group) above the damaged offset counts as such a
+// proof: a torn old-format group may be refused, which costs a repair but
+// never a synced entry. Any damage in a sealed segment (one before the
+// last, synced whole), a gap between segments, or an entry whose CRC
+// matches and whose content is wrong, is corruption too. What cannot be
+// told apart: damage that spares no intact entry after it looks like a
+// torn tail, and is cut.
+//
+// On corruption Open returns a *CorruptError naming the segment, the
+// byte position and the offsets at stake (from the damaged entry to the
+// log's end), changes nothing on disk and sends nothing. The operator
+// runs Check (zbstream spool check DIR) to see the damage, then Repair
+// (zbstream spool repair DIR), which moves the damaged segment aside as
+// NAME.damaged (its bytes kept), keeps its intact entries before the
+// damage, and moves every later segment aside too: an entry after a
+// missing offset can no longer land at its own offset, unless the server
+// already holds the missing ones, which Repair cannot know offline. It
+// reports the offsets at stake and records them in the header. The next
+// Open reconciles with the server's watermark W: if W is above what the
+// log keeps, it continues after W (never giving a new call an offset the
+// server holds), else it sends the kept entries above W; the offsets moved
+// aside that the server does not hold are lost, reported in Stats.Lost,
+// and given to new calls again (a stream's offsets are dense). Then the
+// record is cleared. A binary from before the record existed refuses a
+// header that holds one.
 //
 // # Limits
 //

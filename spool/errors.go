@@ -55,21 +55,58 @@ func (e *MismatchError) Error() string {
 // Unwrap returns ErrMismatch.
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
 
-// CorruptError locates bytes of the spool that are not valid.
+// CorruptError locates bytes of the spool that are not valid at a place a
+// crash cannot explain: damage to synced entries (a bad entry followed by
+// an intact entry of a later group commit, any bad entry of a sealed
+// segment), an entry whose checksum matches but whose content is wrong,
+// a gap between segments, a damaged header. Open returns it before it
+// changes anything on disk, and sends nothing. Check reports such damage;
+// Repair moves it aside.
 type CorruptError struct {
-	// File is the file's path, Offset the byte offset in it.
+	// File is the damaged file's path, Offset the byte position of the
+	// damage in it (not a log offset).
 	File   string
 	Offset int64
 	// Reason says what is wrong.
 	Reason string
+	// AtStake are the log offsets from the first damaged entry to the
+	// log's last known offset: the damaged entries, and the ones after
+	// them, which can land at their offsets only if the server already
+	// holds the damaged ones. None when the damage is not to entries (a
+	// header, a segment's name).
+	AtStake Offsets
 }
 
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("spool: corrupt spool: %s at byte %d: %s", e.File, e.Offset, e.Reason)
+	msg := fmt.Sprintf("spool: corrupt spool: %s at byte %d: %s", e.File, e.Offset, e.Reason)
+	if e.AtStake.Count > 0 {
+		msg += fmt.Sprintf("; offsets %s at stake. Nothing was changed or sent: run \"zbstream spool check DIR\" to see the damage, then \"zbstream spool repair DIR\" to move the damaged segment aside (the offsets at stake that the server does not hold are lost)", e.AtStake)
+	}
+	return msg
 }
 
 // Unwrap returns ErrCorrupt.
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
+
+// Offsets is the range of log offsets First..First+Count-1; its zero value
+// (Count 0) is none.
+type Offsets struct {
+	First, Count int64
+}
+
+// Last returns the range's last offset (First-1 when it is empty).
+func (o Offsets) Last() int64 { return o.First + o.Count - 1 }
+
+// String formats the range as "3..7", "3" or "none".
+func (o Offsets) String() string {
+	switch {
+	case o.Count <= 0:
+		return "none"
+	case o.Count == 1:
+		return fmt.Sprint(o.First)
+	}
+	return fmt.Sprintf("%d..%d", o.First, o.Last())
+}
 
 // WatermarkError reports a server watermark the log cannot explain: above
 // the log's last offset (the spool belongs to another history, or the log

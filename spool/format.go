@@ -12,17 +12,28 @@ import (
 //	crc     uint32   CRC-32C (Castagnoli) of the length field and the body
 //	body:
 //	  offset  int64  the call's offset
-//	  kind    byte   1: a single record (IngestRecord), 2: a batch (IngestBatch)
+//	  kind    byte   1: a single record (IngestRecord), 2: a batch (IngestBatch),
+//	                 plus 0x80 (kindGrouped) when a group field follows
+//	  group   uvarint, only with 0x80: offset minus the offset of the first
+//	          entry of the entry's group commit (0: it starts a group)
 //	  count   uvarint, then count times: uvarint length, the record's bytes
 //
 // A segment file is nothing but entries, back to back, with dense offsets;
 // its name holds the offset of its first entry (the offset its first entry
-// will have, while it is empty).
+// will have, while it is empty). A group commit (one write and one fsync)
+// never spans two segments, so a segment's first entry starts a group.
+// Entries without 0x80 were written before groups were recorded: they are
+// read as before, their group unknown (see findLater for what that costs).
 
 const (
 	entryHeader = 8
 	kindRecord  = 1
 	kindBatch   = 2
+	// kindGrouped marks an entry that records its group commit.
+	kindGrouped = 0x80
+	// minEntry is the smallest entry: header, offset, kind, a count of one
+	// and an empty record.
+	minEntry = entryHeader + 8 + 1 + 1 + 1
 	// maxEntryBody bounds an entry's body: a length above it is garbage
 	// (a torn or corrupt header), never a call.
 	maxEntryBody = 64 << 20
@@ -35,14 +46,17 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // entry is one ingest call in the log.
 type entry struct {
-	offset  int64
-	batch   bool
+	offset int64
+	batch  bool
+	// group is the offset of the first entry of the entry's group commit;
+	// -1: unknown (an entry written before groups were recorded).
+	group   int64
 	records [][]byte
 }
 
 // encodedSize returns the bytes appendEntry writes for e.
 func encodedSize(records [][]byte) int {
-	n := entryHeader + 8 + 1 + binary.MaxVarintLen64
+	n := entryHeader + 8 + 1 + 2*binary.MaxVarintLen64
 	for _, r := range records {
 		n += binary.MaxVarintLen64 + len(r)
 	}
@@ -54,10 +68,15 @@ func appendEntry(dst []byte, e *entry) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, entryHeader)...)
 	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.offset))
+	kind := byte(kindRecord)
 	if e.batch {
-		dst = append(dst, kindBatch)
+		kind = kindBatch
+	}
+	if e.group >= 0 {
+		dst = append(dst, kind|kindGrouped)
+		dst = binary.AppendUvarint(dst, uint64(e.offset-e.group))
 	} else {
-		dst = append(dst, kindRecord)
+		dst = append(dst, kind)
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(e.records)))
 	for _, r := range e.records {
@@ -71,47 +90,6 @@ func appendEntry(dst []byte, e *entry) []byte {
 	return dst
 }
 
-// decodeSegment reads the entries of a segment's bytes. It returns the
-// entries of the longest valid prefix and its length in bytes: the bytes
-// after it (if any) are a torn or corrupt tail, which a crash during a
-// write leaves (a header or body cut short, a checksum that does not
-// match). An entry whose checksum matches but whose body is malformed, or
-// whose offset does not follow the one before (or first, unless first is
-// negative), cannot come from a crash: that is a *CorruptError. Records
-// alias data.
-func decodeSegment(data []byte, first int64, file string) ([]entry, int, error) {
-	var out []entry
-	pos := 0
-	next := first
-	for {
-		rest := data[pos:]
-		if len(rest) < entryHeader {
-			return out, pos, nil
-		}
-		n := binary.LittleEndian.Uint32(rest)
-		if n > maxEntryBody || uint64(len(rest)-entryHeader) < uint64(n) {
-			return out, pos, nil
-		}
-		body := rest[entryHeader : entryHeader+int(n)]
-		crc := crc32.Update(0, castagnoli, rest[:4])
-		crc = crc32.Update(crc, castagnoli, body)
-		if crc != binary.LittleEndian.Uint32(rest[4:]) {
-			return out, pos, nil
-		}
-		e, err := decodeBody(body)
-		if err != nil {
-			return out, pos, &CorruptError{File: file, Offset: int64(pos), Reason: err.Error()}
-		}
-		if next >= 0 && e.offset != next {
-			return out, pos, &CorruptError{File: file, Offset: int64(pos),
-				Reason: fmt.Sprintf("entry has offset %d, expected %d", e.offset, next)}
-		}
-		next = e.offset + 1
-		out = append(out, e)
-		pos += entryHeader + int(n)
-	}
-}
-
 // decodeBody decodes an entry's body (its checksum already checked).
 func decodeBody(b []byte) (entry, error) {
 	var e entry
@@ -122,14 +100,25 @@ func decodeBody(b []byte) (entry, error) {
 	if e.offset < 0 || e.offset == 1<<63-1 {
 		return e, fmt.Errorf("entry offset %d", e.offset)
 	}
-	switch b[8] {
+	switch b[8] &^ kindGrouped {
 	case kindRecord:
 	case kindBatch:
 		e.batch = true
 	default:
 		return e, fmt.Errorf("entry kind %d", b[8])
 	}
+	grouped := b[8]&kindGrouped != 0
 	b = b[9:]
+	e.group = -1
+	if grouped {
+		d, k := binary.Uvarint(b)
+		// A non-minimal varint would not re-encode to the same bytes.
+		if k <= 0 || k != len(binary.AppendUvarint(nil, d)) || d > uint64(e.offset) {
+			return e, fmt.Errorf("entry group")
+		}
+		e.group = e.offset - int64(d)
+		b = b[k:]
+	}
 	count, k := binary.Uvarint(b)
 	if k <= 0 || count == 0 || count > uint64(len(b)) {
 		return e, fmt.Errorf("entry record count")

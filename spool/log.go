@@ -80,77 +80,82 @@ func listSegments(dir string) ([]*segment, error) {
 	return segs, nil
 }
 
-// readSegment reads a segment's entries. A torn tail is cut off (truncated
-// and synced) if cut, else it is a *CorruptError.
-func readSegment(sg *segment, cut bool) ([]entry, int64, error) {
+// readSegment reads a sealed segment's entries (Open validated it with
+// scanLog: damage found now is a *CorruptError all the same).
+func readSegment(sg *segment) ([]entry, error) {
 	data, err := os.ReadFile(sg.path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("spool: reading %s: %w", sg.path, err)
+		return nil, fmt.Errorf("spool: reading %s: %w", sg.path, err)
 	}
-	ents, valid, err := decodeSegment(data, sg.first, sg.path)
+	ss, err := decodeSegment(data, sg.first, sg.path)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	torn := int64(len(data) - valid)
-	if torn > 0 && !cut {
-		return nil, 0, &CorruptError{File: sg.path, Offset: int64(valid), Reason: "invalid entry in a sealed segment"}
+	if ss.damaged(len(data)) {
+		return nil, &CorruptError{File: sg.path, Offset: int64(ss.valid), Reason: "invalid entry in a sealed segment"}
 	}
-	if cut {
-		// The active segment: cut its torn tail, and sync it even when
-		// nothing is cut. A process killed after its write and before its
-		// fsync leaves entries in the page cache that a power loss could
-		// still take away; they are about to be sent, and nothing is sent
-		// before it is synced.
-		f, err := os.OpenFile(sg.path, os.O_WRONLY, 0)
-		if err != nil {
-			return nil, 0, &WriteError{Op: "truncate", File: sg.path, Err: err}
-		}
-		if torn > 0 {
-			err = f.Truncate(int64(valid))
-		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, 0, &WriteError{Op: "truncate", File: sg.path, Err: err}
-		}
-		sg.size = int64(valid)
-	}
-	sg.next = sg.first + int64(len(ents))
-	return ents, torn, nil
+	sg.next = sg.first + int64(len(ss.ents))
+	return ss.ents, nil
 }
 
-// openWAL recovers the log of dir: it reads the last segment, cuts its torn
-// tail, and fills in every segment's end. It returns the last segment's
-// entries. With no segment at all, wal.segs is empty.
-func openWAL(dir string, segmentBytes int64) (*wal, []entry, error) {
-	segs, err := listSegments(dir)
+// openWAL recovers the log of dir. It first reads every segment without
+// changing anything (scanLog): any damage that is not a torn tail of the
+// active segment is a *CorruptError, and the log is left as it was. Then
+// it cuts the active segment's torn tail and syncs it, and returns the
+// active segment's entries. With no segment at all, wal.segs is empty.
+// gapFrom is scanLog's.
+func openWAL(dir string, segmentBytes, gapFrom int64) (*wal, []entry, error) {
+	sc, err := scanLog(dir, gapFrom)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &wal{dir: dir, segs: segs, segmentBytes: segmentBytes}
-	if len(segs) == 0 {
+	if len(sc.damage) > 0 {
+		return nil, nil, sc.damage[0].err
+	}
+	w := &wal{dir: dir, segs: sc.segs, segmentBytes: segmentBytes, tornBytes: sc.torn}
+	if len(w.segs) == 0 {
 		return w, nil, nil
 	}
-	for i, sg := range segs[:len(segs)-1] {
-		sg.next = segs[i+1].first
-		if sg.next < sg.first {
-			return nil, nil, &CorruptError{File: sg.path, Reason: "segments overlap"}
-		}
+	for i, sg := range w.segs[:len(w.segs)-1] {
+		// The real end, but for a gap a repair left (scanLog's gapFrom):
+		// the next segment's first, so that trim sees it below the
+		// watermark the Open after the repair continued from.
+		sg.next = w.segs[i+1].first
 	}
-	last := segs[len(segs)-1]
-	ents, torn, err := readSegment(last, true)
-	if err != nil {
+	last := w.active()
+	if err := cutTail(last, sc.torn); err != nil {
 		return nil, nil, err
 	}
-	w.tornBytes = torn
-	for _, sg := range segs {
+	for _, sg := range w.segs {
 		w.bytes += sg.size
 	}
-	return w, ents, nil
+	return w, sc.active, nil
+}
+
+// cutTail cuts torn bytes off the end of the active segment and syncs it,
+// even when nothing is cut: a process killed after its write and before
+// its fsync leaves entries in the page cache that a power loss could
+// still take away; they are about to be sent, and nothing is sent before
+// it is synced.
+func cutTail(sg *segment, torn int64) error {
+	f, err := os.OpenFile(sg.path, os.O_WRONLY, 0)
+	if err != nil {
+		return &WriteError{Op: "truncate", File: sg.path, Err: err}
+	}
+	if torn > 0 {
+		err = f.Truncate(sg.size - torn)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &WriteError{Op: "truncate", File: sg.path, Err: err}
+	}
+	sg.size -= torn
+	return nil
 }
 
 // start creates the first segment of an empty log at offset first.
@@ -169,6 +174,9 @@ func (w *wal) active() *segment { return w.segs[len(w.segs)-1] }
 
 // openActive opens the recovered active segment for appending.
 func (w *wal) openActive() error {
+	if w.f != nil { // rolled at Open (after a repair)
+		return nil
+	}
 	f, err := openSegmentFile(w.active().path, false)
 	if err != nil {
 		return &WriteError{Op: "open", File: w.active().path, Err: err}

@@ -15,23 +15,33 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// testEntries returns entries first.. of mixed kinds and sizes and their
-// encoding, with each entry's end in bytes.
+// testEntries returns entries first.. of mixed kinds and sizes, written
+// by one group commit, their encoding, and each entry's end in bytes.
 func testEntries(first int64, n int) ([]entry, []byte, []int) {
+	return testLog(first, n)
+}
+
+// testLog is testEntries with group commits of the given sizes.
+func testLog(first int64, groups ...int) ([]entry, []byte, []int) {
 	var (
 		ents []entry
 		buf  []byte
 		ends []int
 	)
-	for i := range n {
-		e := entry{offset: first + int64(i), batch: i%2 == 1}
-		e.records = append(e.records, bytes.Repeat([]byte{byte('a' + i)}, 3+i*7))
-		if e.batch {
-			e.records = append(e.records, []byte(fmt.Sprintf(`{"i":%d}`, i)), nil)
+	i := 0
+	for _, size := range groups {
+		g := first + int64(i)
+		for range size {
+			e := entry{offset: first + int64(i), batch: i%2 == 1, group: g}
+			e.records = append(e.records, bytes.Repeat([]byte{byte('a' + i)}, 3+i*7))
+			if e.batch {
+				e.records = append(e.records, []byte(fmt.Sprintf(`{"i":%d}`, i)), nil)
+			}
+			buf = appendEntry(buf, &e)
+			ents = append(ents, e)
+			ends = append(ends, len(buf))
+			i++
 		}
-		buf = appendEntry(buf, &e)
-		ents = append(ents, e)
-		ends = append(ends, len(buf))
 	}
 	return ents, buf, ends
 }
@@ -43,7 +53,7 @@ func sameEntries(t *testing.T, got, want []entry) {
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.offset != w.offset || g.batch != w.batch || len(g.records) != len(w.records) {
+		if g.offset != w.offset || g.batch != w.batch || g.group != w.group || len(g.records) != len(w.records) {
 			t.Fatalf("entry %d: %+v, want %+v", i, g, w)
 		}
 		for j := range g.records {
@@ -63,7 +73,7 @@ func recoverBytes(t *testing.T, first int64, data []byte) (*wal, []entry, int64)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, ents, err := openWAL(dir, 1<<20)
+	w, ents, err := openWAL(dir, 1<<20, -1)
 	if err != nil {
 		t.Fatalf("openWAL: %v", err)
 	}
@@ -74,13 +84,13 @@ func recoverBytes(t *testing.T, first int64, data []byte) (*wal, []entry, int64)
 	return w, ents, info.Size()
 }
 
-// TestTornTail truncates the log after every byte of its last three
-// entries, and corrupts every byte of them: recovery keeps exactly the
-// entries before the damage, cuts the file there, and the log continues
-// at the next offset.
+// TestTornTail truncates the log after every byte of its last group
+// commit (three entries), and corrupts every byte of it: recovery keeps
+// exactly the entries before the damage, cuts the file there, and the log
+// continues at the next offset.
 func TestTornTail(t *testing.T) {
 	const first = 40
-	want, data, ends := testEntries(first, 6)
+	want, data, ends := testLog(first, 1, 2, 3)
 	from := ends[2]             // the last three entries
 	kept := func(pos int) int { // entries wholly before byte pos
 		k := 0
@@ -129,13 +139,13 @@ func TestSealedSegmentCorrupt(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := readSegment(&segment{first: 0, path: path}, false)
+	_, err := readSegment(&segment{first: 0, path: path})
 	var ce *CorruptError
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.Offset != int64(ends[1]) {
 		t.Fatalf("readSegment: %v", err)
 	}
 	// A valid entry with an offset out of sequence is corruption too.
-	_, _, err = decodeSegment(data, 7, "x")
+	_, err = decodeSegment(data, 7, "x")
 	if !errors.As(err, &ce) {
 		t.Fatalf("offsets out of sequence: %v", err)
 	}
@@ -275,33 +285,50 @@ func TestDescriptorChanged(t *testing.T) {
 }
 
 // FuzzDecodeSegment: any bytes decode to a valid prefix (entries that
-// re-encode to exactly the bytes kept, with dense offsets) or a
-// *CorruptError; never a panic.
+// re-encode to exactly the bytes kept, with dense offsets, each starting
+// a group or continuing the one before) and, after it, intact entries
+// found by scanning the damaged rest (each within it, the proof among
+// them), or a *CorruptError; never a panic. The seed corpus in testdata
+// holds entries of the format without groups, which must stay readable.
 func FuzzDecodeSegment(f *testing.F) {
 	_, data, ends := testEntries(3, 4)
 	f.Add(data)
 	f.Add(data[:ends[1]+5])
 	f.Add([]byte{})
+	_, data, ends = testLog(3, 1, 2)
+	bad := bytes.Clone(data)
+	bad[ends[0]-1] ^= 1
+	f.Add(bad)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ents, valid, err := decodeSegment(data, -1, "fuzz")
+		s, err := decodeSegment(data, -1, "fuzz")
 		if err != nil {
 			var ce *CorruptError
 			if !errors.As(err, &ce) {
 				t.Fatalf("untyped error %v", err)
 			}
+			return
 		}
-		if valid < 0 || valid > len(data) {
-			t.Fatalf("valid %d of %d", valid, len(data))
+		if s.valid < 0 || s.valid > len(data) {
+			t.Fatalf("valid %d of %d", s.valid, len(data))
 		}
 		var re []byte
-		for i := range ents {
-			if i > 0 && ents[i].offset != ents[i-1].offset+1 {
+		for i, e := range s.ents {
+			if i > 0 && e.offset != s.ents[i-1].offset+1 {
 				t.Fatalf("offsets not dense")
 			}
-			re = appendEntry(re, &ents[i])
+			if e.group >= 0 && e.group != e.offset && (i == 0 || e.group != s.ents[i-1].group) {
+				t.Fatalf("entry %d: group %d continues no group", e.offset, e.group)
+			}
+			re = appendEntry(re, &s.ents[i])
 		}
-		if !bytes.Equal(re, data[:valid]) {
+		if !bytes.Equal(re, data[:s.valid]) {
 			t.Fatalf("the kept prefix does not re-encode to itself")
+		}
+		if s.valid == len(data) && (s.later > 0 || s.proof >= 0) {
+			t.Fatalf("entries after no damage")
+		}
+		if s.proof >= 0 && (s.later == 0 || s.proofPos <= s.valid || s.proofPos >= len(data) || s.proof > s.last) {
+			t.Fatalf("proof %d at byte %d, %d later entries up to %d, valid %d of %d", s.proof, s.proofPos, s.later, s.last, s.valid, len(data))
 		}
 	})
 }

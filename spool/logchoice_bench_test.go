@@ -28,7 +28,7 @@ func BenchmarkLogChoice(b *testing.B) {
 	for _, group := range []int{1, 16} {
 		b.Run(fmt.Sprintf("segment/group=%d", group), func(b *testing.B) {
 			dir := benchLogDir(b)
-			w, _, err := openWAL(dir, 256<<10)
+			w, _, err := openWAL(dir, 256<<10, -1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -47,8 +47,9 @@ func BenchmarkLogChoice(b *testing.B) {
 					}
 				}
 				buf = buf[:0]
+				first := next
 				for range group {
-					buf = appendEntry(buf, &entry{offset: next, records: [][]byte{rec}})
+					buf = appendEntry(buf, &entry{offset: next, group: first, records: [][]byte{rec}})
 					next++
 				}
 				if err := w.append(buf, next-1); err != nil {

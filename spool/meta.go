@@ -32,6 +32,24 @@ type meta struct {
 	RequestID string `json:"request_id"`
 	// StreamID is empty until the create has answered.
 	StreamID string `json:"stream_id,omitempty"`
+	// Repair is set by Repair and cleared by the next Open, which
+	// reconciles the log with the server (see repairRecord). A header
+	// without it is the same bytes as before it existed.
+	Repair *repairRecord `json:"repair,omitempty"`
+}
+
+// repairRecord says that Repair moved the log's entries from offset From
+// on aside (into Files): the server may hold some of them, so the log may
+// end below the server's watermark. The next Open then continues after
+// the watermark instead of refusing it (*WatermarkError), so that a new
+// call never gets an offset the server holds, and reports the offsets
+// moved aside that the server does not hold (Stats.Lost).
+type repairRecord struct {
+	From int64 `json:"from"`
+	// To is the last offset known to have been moved aside; unreadable
+	// bytes after it may have held more, that the server may hold too.
+	To    int64    `json:"to"`
+	Files []string `json:"files"`
 }
 
 // metaEnvelope carries the header with a checksum of its JSON.
@@ -79,13 +97,19 @@ func writeMeta(dir string, m meta) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, metaFile)
+	return replaceFile(dir, filepath.Join(dir, metaFile), append(b, '\n'))
+}
+
+// replaceFile replaces the file at path, in dir, by data atomically and
+// durably: written to a temporary file, synced, renamed over it, the
+// directory synced.
+func replaceFile(dir, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return &WriteError{Op: "create", File: tmp, Err: err}
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return &WriteError{Op: "write", File: tmp, Err: err}
 	}

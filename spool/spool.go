@@ -89,6 +89,7 @@ type Spool struct {
 		calls, records, syncs, syncedBytes atomic.Int64
 		bytes, segments                    atomic.Int64
 		resent, dropped, torn, removed     atomic.Int64
+		lostFirst, lostCount               atomic.Int64
 	}
 }
 
@@ -235,16 +236,25 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 	if err != nil {
 		return err
 	}
-	w, last, err := openWAL(o.Dir, o.SegmentBytes)
+	gapFrom := int64(-1)
+	if ok && m.Repair != nil {
+		gapFrom = m.Repair.From
+	}
+	if !ok {
+		// Checked before openWAL cuts anything.
+		if segs, err := listSegments(o.Dir); err != nil {
+			return err
+		} else if len(segs) > 0 {
+			return &CorruptError{File: o.Dir, Reason: "log segments without a header"}
+		}
+	}
+	w, last, err := openWAL(o.Dir, o.SegmentBytes, gapFrom)
 	if err != nil {
 		return err
 	}
 	s.w = w
 	s.st.torn.Store(w.tornBytes)
 	if !ok {
-		if len(w.segs) > 0 {
-			return &CorruptError{File: o.Dir, Reason: "log segments without a header"}
-		}
 		m = want
 		var b [16]byte
 		_, _ = rand.Read(b[:])
@@ -296,12 +306,35 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 		if err := w.start(wm + 1); err != nil {
 			return err
 		}
+		if err := s.repaired(m, wm); err != nil {
+			return err
+		}
 		s.publish()
 		return nil
 	}
 	next := w.next()
-	if wm > next-1 {
+	if wm > next-1 && m.Repair == nil {
 		return &WatermarkError{StreamID: m.StreamID, Watermark: wm, First: w.first(), Last: next - 1}
+	}
+	if wm > next-1 {
+		// A repair moved the log's end aside and the server holds some of
+		// it: continue after the watermark, so that no new call gets an
+		// offset the server holds. Everything the log keeps is at or
+		// below it: the new segment's name is made durable before the old
+		// ones are removed, and their removal before the repair record
+		// is cleared (a crash in between leaves the gap that scanLog
+		// tolerates while the record is there).
+		if err := w.roll(wm + 1); err != nil {
+			return err
+		}
+		last = nil
+		if _, err := w.trim(wm); err != nil {
+			return err
+		}
+		if err := syncDir(o.Dir); err != nil {
+			return err
+		}
+		next = wm + 1
 	}
 	if _, err := w.trim(wm); err != nil {
 		return err
@@ -315,7 +348,7 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 	for i, sg := range w.segs {
 		ents := last
 		if i < len(w.segs)-1 {
-			if ents, _, err = readSegment(sg, false); err != nil {
+			if ents, err = readSegment(sg); err != nil {
 				return err
 			}
 			if sg.next != w.segs[i+1].first {
@@ -334,11 +367,31 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 			s.st.resent.Add(1)
 		}
 	}
+	if err := s.repaired(m, wm); err != nil {
+		return err
+	}
 	if err := w.openActive(); err != nil {
 		return err
 	}
 	s.publish()
 	return nil
+}
+
+// repaired ends a repair's reconciliation, once the log continues after
+// the server's watermark wm: the offsets the repair moved aside that the
+// server does not hold are lost (new calls get them again, since the
+// stream's offsets are dense); they go to Stats.Lost, and the repair
+// record is cleared.
+func (s *Spool) repaired(m meta, wm int64) error {
+	r := m.Repair
+	if r == nil {
+		return nil
+	}
+	lost := span(max(r.From, wm+1), r.To)
+	s.st.lostFirst.Store(lost.First)
+	s.st.lostCount.Store(lost.Count)
+	m.Repair = nil
+	return writeMeta(s.opts.Dir, m)
 }
 
 // handOff gives one synced entry to the stream and checks that the stream
@@ -568,6 +621,12 @@ type Stats struct {
 	Resent, Dropped, TornBytes int64
 	// RemovedSegments counts segments removed once durable.
 	RemovedSegments int64
+	// Lost is set by the first Open after a Repair: the offsets the
+	// repair moved aside that the server does not hold. The calls that
+	// had them are lost, and new calls get these offsets again (a
+	// stream's offsets are dense). Repair's report listed them as at
+	// stake; this is the exact part.
+	Lost Offsets
 }
 
 // Stats returns a snapshot of the spool's counters.
@@ -578,5 +637,6 @@ func (s *Spool) Stats() Stats {
 		Bytes: s.st.bytes.Load(), Segments: s.st.segments.Load(),
 		Resent: s.st.resent.Load(), Dropped: s.st.dropped.Load(), TornBytes: s.st.torn.Load(),
 		RemovedSegments: s.st.removed.Load(),
+		Lost:            Offsets{First: s.st.lostFirst.Load(), Count: s.st.lostCount.Load()},
 	}
 }

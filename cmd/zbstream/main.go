@@ -1,7 +1,7 @@
 // Command zbstream is the command-line face of zbstream: a demo that proves
 // exactly-once delivery under real faults, the reference server, a
-// resumable ingester for JSON-lines and protobuf files, stream inspection
-// and a benchmark against raw gRPC.
+// resumable ingester for JSON-lines and protobuf files, stream inspection,
+// a benchmark against raw gRPC, and the check and repair of a spool.
 //
 // Usage:
 //
@@ -10,6 +10,7 @@
 //	zbstream ingest   [flags]   ingest a file, exactly once, resumably
 //	zbstream streams  [flags]   list, show, print or retire streams
 //	zbstream bench    [flags]   the client beside raw gRPC, as a table, CSV and SVG
+//	zbstream spool    [flags]   check a spool directory, or move its damage aside
 //
 // Run "zbstream <command> -h" for a command's flags.
 package main
@@ -41,6 +42,7 @@ func commands() []command {
 		{"ingest", "ingest a JSON-lines or protobuf file exactly once, resumably", runIngest},
 		{"streams", "list, show, print or retire a server's streams", runStreams},
 		{"bench", "benchmark the client beside raw gRPC", runBench},
+		{"spool", "check a spool directory, or move its damage aside", runSpoolCmd},
 	}
 }
 
