@@ -130,7 +130,7 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 		l.Info("zbstream: stream opened", "kind", kind.String(), "table", table,
 			"stream_id", s.StreamID(), "last_durable", s.LastDurable())
 	}
-	return &Stream{Stream: s, proto: so.desc, maxCall: so.cfg.MaxCallBytes}, nil
+	return &Stream{drv: s, proto: so.desc, maxCall: so.cfg.MaxCallBytes}, nil
 }
 
 // transport returns a gRPC transport for table with the client's

@@ -40,5 +40,6 @@
 // prefix (see core.Prefix).
 //
 // The package is a thin layer: package io runs the protocol core (package
-// core) over package grpcio's transport, and its Stream is embedded here.
+// core) over package grpcio's transport, and Stream delegates to its
+// Stream.
 package zbstream

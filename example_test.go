@@ -2,9 +2,11 @@ package zbstream_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
@@ -27,10 +29,8 @@ func Example() {
 
 	const table = "main.demo.events"
 	var s *zbstream.Stream
-	next := 0 // position in the source to ingest from
 	if id := os.Getenv("ZBSTREAM_EXAMPLE_STREAM_ID"); id != "" {
 		s, err = client.ResumeStream(ctx, table, id)
-		next = int(s.LastDurable() + 1) // one record per offset: replay after the watermark
 	} else {
 		s, err = client.CreatePersistentStream(ctx, table)
 	}
@@ -38,6 +38,9 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
+	// The position in the source to ingest from: one record per offset, so
+	// replay after the watermark (a new stream has none: NoOffset+1 is 0).
+	next := int(s.LastDurable() + 1)
 	for i := next; i < 3; i++ {
 		if _, err := s.IngestJSON(ctx, map[string]int{"seq": i}); err != nil {
 			fmt.Println(err)
@@ -52,6 +55,64 @@ func Example() {
 	fmt.Println("acknowledged:", st.Acknowledged, "last durable:", s.LastDurable())
 	// Output:
 	// acknowledged: 3 last durable: 2
+}
+
+// ExampleStream_Wait ingests records, waits until one of them is durable
+// on the server, then flushes the rest: Wait is for one offset, Flush for
+// every call accepted so far. Both block, bounded by their context, and
+// neither ends the stream.
+func ExampleStream_Wait() {
+	srv, endpoint := startServer() // a local reference server, plaintext
+	defer srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	client, err := zbstream.NewClient(endpoint, zbstream.WithToken("demo-token"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	s, err := client.CreateStream(ctx, "main.demo.events")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close(ctx)
+
+	var offsets []int64
+	for i := range 3 {
+		off, err := s.IngestJSON(ctx, map[string]int{"seq": i})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		offsets = append(offsets, off)
+	}
+	fmt.Println("accepted:", offsets)
+
+	// The first record is durable once Wait returns nil.
+	if err := s.Wait(ctx, offsets[0]); err != nil {
+		fmt.Println(err) // ErrStreamFailed and the cause, or ctx's
+		return
+	}
+	fmt.Println("durable:", s.LastDurable() >= offsets[0])
+
+	// Flush returns once every call accepted before it is durable.
+	if err := s.Flush(ctx); err != nil {
+		fmt.Println(err) // ErrFlushTimeout, ErrStreamFailed and the cause, or ctx's
+		return
+	}
+	fmt.Println("after flush, last durable:", s.LastDurable(), "unacked:", len(s.Unacked()))
+
+	// An offset no call was given cannot become durable.
+	err = s.Wait(ctx, s.LastAssigned()+1)
+	fmt.Println("never assigned:", errors.Is(err, zbstream.ErrNeverAssigned))
+	// Output:
+	// accepted: [0 1 2]
+	// durable: true
+	// after flush, last durable: 2 unacked: 0
+	// never assigned: true
 }
 
 // startServer starts the reference server on loopback, accepting one token
