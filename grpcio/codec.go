@@ -12,17 +12,17 @@ import (
 // message, a message a stream interceptor sends instead of ours, every
 // response) as gRPC's proto codec does.
 //
-// The bytes it returns are a heap buffer made for that one message: gRPC
-// never returns it to a pool (mem.SliceBuffer frees nothing), so it stays
-// valid for as long as gRPC's transport, tracing or a stats handler holds
-// it.
+// The bytes it returns are heap buffers made for that one message: gRPC
+// never returns them to a pool (mem.SliceBuffer frees nothing), so they
+// stay valid for as long as gRPC's transport, tracing or a stats handler
+// holds them.
 //
 // msg and wire are set by Send around its SendMsg and read by Marshal,
 // which gRPC calls on the same goroutine, within SendMsg.
 type sendCodec struct {
 	base encoding.CodecV2
 	msg  any
-	wire []byte
+	wire [][]byte
 }
 
 func newSendCodec() *sendCodec { return &sendCodec{base: encoding.GetCodecV2(proto.Name)} }
@@ -34,7 +34,11 @@ func newSendCodec() *sendCodec { return &sendCodec{base: encoding.GetCodecV2(pro
 // modifying a message once it is handed to SendMsg.)
 func (c *sendCodec) Marshal(v any) (mem.BufferSlice, error) {
 	if c.msg != nil && v == c.msg {
-		return mem.BufferSlice{mem.SliceBuffer(c.wire)}, nil
+		data := make(mem.BufferSlice, len(c.wire))
+		for i, b := range c.wire {
+			data[i] = mem.SliceBuffer(b)
+		}
+		return data, nil
 	}
 	return c.base.Marshal(v)
 }

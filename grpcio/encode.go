@@ -23,15 +23,96 @@ const (
 	fieldBatchRecords    = 1 // JsonRecordBatch.records and ProtoEncodedRecordBatch.records
 )
 
-// encoded is one ingest call ready for gRPC: wire is its encoding, in a heap
-// buffer made for this call alone, and msg is the same call as a message
+// encoded is one ingest call ready for gRPC: wire is its encoding, in heap
+// buffers made for this call alone, and msg is the same call as a message
 // whose records alias wire. Neither is modified after it is made, and
 // neither points into the stream's record memory: both belong to gRPC (and
 // to whatever gRPC hands them to) once Send passes them on, for as long as
 // anyone keeps them. The garbage collector frees them.
 type encoded struct {
 	msg  any
-	wire []byte
+	wire [][]byte
+}
+
+// chunkSize bounds each buffer of an encoding: allocations up to 32 KiB
+// come from the Go runtime's per-P caches, larger ones from the heap under
+// its lock, and once freed are given back to the OS (madvise) and faulted
+// in again: measured, a 108 KiB buffer per call cost several times the
+// copy itself. A record larger than a chunk gets a buffer of its own.
+const chunkSize = 32 << 10
+
+// chunks builds an encoding in buffers of at most chunkSize bytes (or one
+// record's size), never splitting a record, so that the message built over
+// them can alias each record. Each buffer is sized exactly for what will go
+// into it: the pieces already asked for and the records that follow, as
+// many as fit.
+type chunks struct {
+	bufs  [][]byte
+	recs  [][]byte         // the records not yet appended, in order
+	field protowire.Number // the field they are appended as
+}
+
+func newChunks(field protowire.Number, recs [][]byte) *chunks {
+	return &chunks{bufs: make([][]byte, 0, 2), recs: recs, field: field}
+}
+
+// room returns the buffer to append the next n bytes to, starting a new
+// one when the current one lacks room. The caller appends exactly n bytes
+// and stores the result with set.
+func (c *chunks) room(n int) []byte {
+	if len(c.bufs) > 0 {
+		if b := c.bufs[len(c.bufs)-1]; cap(b)-len(b) >= n {
+			return b
+		}
+	}
+	size := n
+	for _, r := range c.recs {
+		p := protowire.SizeTag(c.field) + protowire.SizeBytes(len(r))
+		if size+p > chunkSize {
+			break
+		}
+		size += p
+	}
+	c.bufs = append(c.bufs, make([]byte, 0, size))
+	return c.bufs[len(c.bufs)-1]
+}
+
+// set stores b, the buffer room returned after appending to it.
+func (c *chunks) set(b []byte) { c.bufs[len(c.bufs)-1] = b }
+
+// record appends the next record as one length-delimited field and returns
+// its copy within the encoding.
+func (c *chunks) record() []byte {
+	r := c.recs[0]
+	c.recs = c.recs[1:]
+	b := c.room(protowire.SizeTag(c.field) + protowire.SizeBytes(len(r)))
+	b = protowire.AppendTag(b, c.field, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(len(r)))
+	at := len(b)
+	b = append(b, r...)
+	c.set(b)
+	return b[at:len(b):len(b)]
+}
+
+// header appends what precedes the records: the outer field's tag and
+// length, the offset and, for a batch (batch non-zero), the batch field's
+// tag and the length list of its records.
+func (c *chunks) header(outer protowire.Number, inner int, off int64, batch protowire.Number, list int) {
+	n := protowire.SizeTag(outer) + protowire.SizeVarint(uint64(inner)) +
+		protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off))
+	if batch != 0 {
+		n += protowire.SizeTag(batch) + protowire.SizeVarint(uint64(list))
+	}
+	b := c.room(n)
+	b = protowire.AppendTag(b, outer, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(inner))
+	b = protowire.AppendTag(b, fieldOffsetID, protowire.VarintType)
+	b = protowire.AppendVarint(b, uint64(off))
+	if batch != 0 {
+		b = protowire.AppendTag(b, batch, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(list))
+	}
+	c.set(b)
 }
 
 // encodeCall encodes call for a stream of the given kind and record type:
@@ -73,16 +154,9 @@ func encodeOne(kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded 
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestRecord
 	}
-	b := make([]byte, 0, protowire.SizeTag(outerField)+protowire.SizeBytes(inner))
-	b = protowire.AppendTag(b, outerField, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(inner))
-	b = protowire.AppendTag(b, fieldOffsetID, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(off))
-	b = protowire.AppendTag(b, recField, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(len(rec)))
-	at := len(b)
-	b = append(b, rec...)
-	own := b[at:len(b):len(b)] // the record, in the encoding
+	c := newChunks(recField, [][]byte{rec})
+	c.header(outerField, inner, off, 0, 0)
+	own := c.record()
 
 	v := &oneView{off: off}
 	v.req.OffsetId = &v.off
@@ -96,11 +170,11 @@ func encodeOne(kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded 
 	if kind == core.Ephemeral {
 		v.ephIn.IngestRecord = &v.req
 		v.eph.Payload = &v.ephIn
-		return encoded{msg: &v.eph, wire: b}
+		return encoded{msg: &v.eph, wire: c.bufs}
 	}
 	v.perIn.IngestRecord = &v.req
 	v.per.Payload = &v.perIn
-	return encoded{msg: &v.per, wire: b}
+	return encoded{msg: &v.per, wire: c.bufs}
 }
 
 // batchView holds every part of a batch message but its record list in one
@@ -133,30 +207,23 @@ func encodeBatch(kind core.Kind, jsonRecords bool, off int64, recs [][]byte) enc
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestBatch
 	}
-	b := make([]byte, 0, protowire.SizeTag(outerField)+protowire.SizeBytes(inner))
-	b = protowire.AppendTag(b, outerField, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(inner))
-	b = protowire.AppendTag(b, fieldOffsetID, protowire.VarintType)
-	b = protowire.AppendVarint(b, uint64(off))
-	b = protowire.AppendTag(b, batchField, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(list))
+	c := newChunks(fieldBatchRecords, recs)
+	c.header(outerField, inner, off, batchField, list)
 
 	v := &batchView{off: off}
 	v.req.OffsetId = &v.off
 	if jsonRecords {
 		strs := make([]string, len(recs))
-		for i, r := range recs {
-			var own []byte
-			b, own = appendRecord(b, r)
-			strs[i] = bytesString(own)
+		for i := range recs {
+			strs[i] = bytesString(c.record())
 		}
 		v.json.Records = strs
 		v.jsonCase.JsonBatch = &v.json
 		v.req.Batch = &v.jsonCase
 	} else {
 		owns := make([][]byte, len(recs))
-		for i, r := range recs {
-			b, owns[i] = appendRecord(b, r)
+		for i := range recs {
+			owns[i] = c.record()
 		}
 		v.proto.Records = owns
 		v.protoCase.ProtoEncodedBatch = &v.proto
@@ -165,21 +232,11 @@ func encodeBatch(kind core.Kind, jsonRecords bool, off int64, recs [][]byte) enc
 	if kind == core.Ephemeral {
 		v.ephIn.IngestRecordBatch = &v.req
 		v.eph.Payload = &v.ephIn
-		return encoded{msg: &v.eph, wire: b}
+		return encoded{msg: &v.eph, wire: c.bufs}
 	}
 	v.perIn.IngestRecordBatch = &v.req
 	v.per.Payload = &v.perIn
-	return encoded{msg: &v.per, wire: b}
-}
-
-// appendRecord appends r as one element of a batch's records field and
-// returns the encoding and r's copy within it. b has the capacity for it.
-func appendRecord(b, r []byte) ([]byte, []byte) {
-	b = protowire.AppendTag(b, fieldBatchRecords, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(len(r)))
-	at := len(b)
-	b = append(b, r...)
-	return b, b[at:len(b):len(b)]
+	return encoded{msg: &v.per, wire: c.bufs}
 }
 
 // bytesString returns b's bytes as a string without copying them. Only for
