@@ -6,6 +6,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Every end-to-end test must leave no goroutine behind: the client's
-// connection, sender, timer and callback goroutines and the server's.
+// The runnable examples start a reference server and a client: they must
+// leave no goroutine behind, the client's or the server's.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // TLS end to end: the reference server with a certificate of a test CA
 // (self-signed), the client trusting it by PEM or file; without the CA, or

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // Headers providers written as the official SDKs document them return the
 // table header themselves: the same table is sent once and works, another

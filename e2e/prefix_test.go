@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // A message says "zbstream:" once however the failure travelled: through
 // the transport, the driver's recovery, the stream's failure.

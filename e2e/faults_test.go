@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // Section 8 scenarios that need a misbehaving server, through the
 // reference server's fault injection, and exactly-once under repeated

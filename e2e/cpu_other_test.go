@@ -1,6 +1,6 @@
 //go:build !unix
 
-package zbstream_test
+package e2e_test
 
 import "time"
 

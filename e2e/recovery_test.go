@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // Recovery that gives up, a record the server refuses, a client closed
 // under its streams, and the application's replay from a resume watermark

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // protocol.md section 8, end to end: the public client over real gRPC on
 // loopback against the reference server (server/servertest), with the

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // OAuth client credentials end to end: a token endpoint started in the
 // test mints tokens, the reference server accepts some of them. A token

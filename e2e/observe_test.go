@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // The metrics hook and the logger, end to end, and the configuration
 // errors of the public API.

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // A proto stream whose message has nested message and enum types (and a
 // recursive reference), built at run time with dynamicpb: the descriptor

@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 // HTTP CONNECT proxies end to end: a proxy started in the test, chosen from
 // the environment (HTTPS_PROXY for a TLS endpoint, HTTP_PROXY for
