@@ -125,6 +125,9 @@ func TestRepairInterrupted(t *testing.T) {
 	if b, _ := os.ReadFile(seg0); !bytes.Equal(b, sealed[:ends[1]]) {
 		t.Fatal("the damaged segment's intact prefix was not kept")
 	}
+	if b, _ := os.ReadFile(seg0 + ".damaged"); !bytes.Equal(b, bad) {
+		t.Fatal("the link made before the crash no longer holds the damaged segment")
+	}
 
 	dir, _, bad, _, _ = damagedSpool(t)
 	seg0 = filepath.Join(dir, segmentName(0))
