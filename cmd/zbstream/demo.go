@@ -12,8 +12,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -112,6 +114,9 @@ func demoChild(ctx context.Context, stdout io.Writer) error {
 	if err := json.Unmarshal([]byte(os.Getenv(envDemoConfig)), &cfg); err != nil {
 		return fmt.Errorf("demo child: %s: %w", envDemoConfig, err)
 	}
+	// Its peak RSS comes last, once everything it used is released
+	// (demo_rss.go).
+	defer reportPeakRSS(stdout)
 	if os.Getenv(envDemoRole) == "server" {
 		return demoServer(ctx, cfg, stdout)
 	}
@@ -131,6 +136,7 @@ type demo struct {
 	faults   map[string]int // by kind, server faults and kills
 	statuses []demoStatus   // the last status of each client process
 	server   *child
+	children []*child // every process started, for their peak RSS
 }
 
 func (d *demo) run(ctx context.Context) error {
@@ -179,7 +185,10 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.server.stop(); err != nil {
 		return fmt.Errorf("stopping the server: %w", err)
 	}
-	v, err := verify(d.cfg)
+	var p readProgress
+	stopVerify := d.verifyProgress(&p)
+	v, err := verify(ctx, d.cfg, &p)
+	stopVerify()
 	if err != nil {
 		return err
 	}
@@ -363,11 +372,14 @@ func freeLoopbackAddr() (string, error) {
 
 // child is one of the demo's processes: the same binary, in a role.
 type child struct {
+	role   string
 	cmd    *exec.Cmd
 	lines  chan string
 	stderr *strings.Builder
 	once   sync.Once
 	waited chan error
+	peak   atomic.Int64 // peak RSS in bytes, 0 until known (demo_rss.go)
+	reaped atomic.Bool  // waited for: its pid may belong to another process
 }
 
 func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
@@ -382,19 +394,32 @@ func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, lines: make(chan string, 64), stderr: &strings.Builder{}, waited: make(chan error, 1)}
+	c := &child{role: role, cmd: cmd, lines: make(chan string, 64), stderr: &strings.Builder{}, waited: make(chan error, 1)}
 	cmd.Stderr = &lockedWriter{w: c.stderr}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	d.mu.Lock()
+	d.children = append(d.children, c)
+	d.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
+			// The peak RSS line is the child's last; it is kept here, so
+			// that it is in once wait returns, whoever reads the lines.
+			if rest, ok := strings.CutPrefix(sc.Text(), peakRSSPrefix); ok {
+				if n, err := strconv.ParseInt(rest, 10, 64); err == nil {
+					c.notePeak(n)
+				}
+				continue
+			}
 			c.lines <- sc.Text()
 		}
 		close(c.lines)
-		c.waited <- cmd.Wait()
+		err := cmd.Wait()
+		c.reaped.Store(true)
+		c.waited <- err
 	}()
 	go func() {
 		<-ctx.Done()
@@ -405,8 +430,16 @@ func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
 
 // kill ends the process with SIGKILL (once). Whoever reads its lines goes
 // on reading them: the lines it wrote before it died are still to come.
+// Its peak RSS is read first: after SIGKILL it reports nothing.
 func (c *child) kill() {
-	c.once.Do(func() { _ = c.cmd.Process.Signal(syscall.SIGKILL) })
+	c.once.Do(func() {
+		if !c.reaped.Load() {
+			if peak, ok := vmHWM(strconv.Itoa(c.cmd.Process.Pid)); ok {
+				c.notePeak(peak)
+			}
+		}
+		_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	})
 }
 
 // abandon kills the process and discards whatever lines it has left, for a

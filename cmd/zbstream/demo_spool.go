@@ -79,7 +79,10 @@ func (d *demo) runSpool(ctx context.Context) error {
 	if err := d.server.stop(); err != nil {
 		return fmt.Errorf("stopping the server: %w", err)
 	}
-	v, err := verifySpool(d.cfg, sc)
+	var p readProgress
+	stopVerify := d.verifyProgress(&p)
+	v, err := verifySpool(ctx, d.cfg, sc, &p)
+	stopVerify()
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func TestDemoSpool(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, out.String())
 		}
 	}
+	checkPeakLine(t, out.String())
 	t.Log(out.String())
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,35 +24,46 @@ func (v spoolVerification) ok() bool {
 	return v.duplicates == 0 && v.lost == 0 && v.misplaced == 0 && v.untaken == 0
 }
 
-// verifySpool reads the server's durable data back and checks every call
-// that returned: its records stored exactly once, at its offset. Records of
-// calls that never returned are counted apart; stored twice they are
-// duplicates too, and a record from outside the source fails.
-func verifySpool(cfg demoConfig, sc *spoolScore) (spoolVerification, error) {
-	var v spoolVerification
-	st, err := server.OpenBoltStore(cfg.DataDir)
+// verifySpool reads the server's durable data back, once the server has
+// stopped, and checks it against the calls (verifySpoolStore).
+func verifySpool(ctx context.Context, cfg demoConfig, sc *spoolScore, p *readProgress) (spoolVerification, error) {
+	st, err := openBoltBatches(cfg.DataDir, boltReadWindow)
 	if err != nil {
-		return v, fmt.Errorf("reading the server's data back: %w", err)
+		return spoolVerification{}, err
 	}
 	defer st.Close()
-	batches, err := st.Records(context.Background(), cfg.StreamID)
+	return verifySpoolStore(ctx, st, cfg, sc, p)
+}
+
+// verifySpoolStore reads the stream back one batch at a time and checks
+// every call that returned: its records stored exactly once, at its
+// offset. Records of calls that never returned are counted apart; stored
+// twice they are duplicates too, and a record from outside the source
+// fails. What it keeps is a count and an offset per source record, not the
+// records.
+func verifySpoolStore(ctx context.Context, st batchStore, cfg demoConfig, sc *spoolScore, p *readProgress) (spoolVerification, error) {
+	var v spoolVerification
+	m, err := st.Stream(ctx, cfg.StreamID)
 	if err != nil {
 		return v, err
 	}
+	p.total.Store(m.Records)
 	count := make([]int, cfg.Records)
 	at := make([]int64, cfg.Records)
-	for _, b := range batches {
+	err = scanStream(ctx, st, m, p, func(b server.Batch) error {
 		for _, r := range b.Records {
-			var rec struct {
-				Seq int `json:"seq"`
-			}
-			if err := json.Unmarshal(r, &rec); err != nil || rec.Seq < 0 || rec.Seq >= cfg.Records {
-				return v, fmt.Errorf("stream %s holds a record that is not from the source: %.60q", cfg.StreamID, r)
+			seq, err := demoSeq(r, cfg.Records)
+			if err != nil {
+				return fmt.Errorf("stream %s holds %w", cfg.StreamID, err)
 			}
 			v.stored++
-			count[rec.Seq]++
-			at[rec.Seq] = b.Offset
+			count[seq]++
+			at[seq] = b.Offset
 		}
+		return nil
+	})
+	if err != nil {
+		return v, err
 	}
 	for _, n := range count {
 		if n > 1 {
@@ -112,6 +122,9 @@ func (d *demo) spoolSummary(sc *spoolScore, v spoolVerification, elapsed time.Du
 	fmt.Fprintf(w, "  spool recovery   %d entries resent, %d found durable, %d torn bytes cut\n", sc.resent, sc.dropped, sc.torn)
 	fmt.Fprintf(w, "  throughput       %.0f records/s (%.1f MB/s) over %.1fs, faults and restarts included\n",
 		float64(v.stored)/elapsed.Seconds(), float64(v.stored*d.cfg.RecordSize)/elapsed.Seconds()/1e6, elapsed.Seconds())
+	if line := d.peakLine(); line != "" {
+		fmt.Fprintf(w, "  peak RSS         %s\n", line)
+	}
 	if v.misplaced > 0 || v.untaken > 0 {
 		fmt.Fprintf(w, "  misplaced        %d (stored at another offset than the call returned)\n  untaken          %d\n", v.misplaced, v.untaken)
 	}

@@ -54,6 +54,7 @@ func TestDemo(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
 			}
+			checkPeakLine(t, out.String())
 		})
 	}
 }
@@ -78,5 +79,20 @@ func TestDemoBadFlags(t *testing.T) {
 	var out bytes.Buffer
 	if code := run(t.Context(), []string{"demo", "-h"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "-records") {
 		t.Errorf("demo -h: exit %d\n%s", code, out.String())
+	}
+}
+
+// checkPeakLine: where /proc tells peak RSS, the summary has a line of it
+// with every process's figure known (none "?"). The figures themselves are
+// reported, not checked.
+func checkPeakLine(t *testing.T, out string) {
+	t.Helper()
+	if _, ok := vmHWM("self"); !ok {
+		return
+	}
+	_, rest, ok := strings.Cut(out, "  peak RSS         parent ")
+	line, _, _ := strings.Cut(rest, "\n")
+	if !ok || !strings.Contains(line, "server ") || !strings.Contains(line, "client ") || strings.Contains(line, "?") {
+		t.Errorf("no peak RSS line for every process: %q\n%s", line, out)
 	}
 }

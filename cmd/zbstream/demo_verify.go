@@ -21,47 +21,52 @@ type verification struct {
 	streams    int
 }
 
-// verify reads the server's durable data back and compares it with the
-// source: every record once, in order (persistent), or at least once
-// (ephemeral).
-func verify(cfg demoConfig) (verification, error) {
-	var v verification
-	st, err := server.OpenBoltStore(cfg.DataDir)
+// verify reads the server's durable data back, once the server has
+// stopped, and compares it with the source (verifyStore).
+func verify(ctx context.Context, cfg demoConfig, p *readProgress) (verification, error) {
+	st, err := openBoltBatches(cfg.DataDir, boltReadWindow)
 	if err != nil {
-		return v, fmt.Errorf("reading the server's data back: %w", err)
+		return verification{}, err
 	}
 	defer st.Close()
-	ctx := context.Background()
+	return verifyStore(ctx, st, cfg, p)
+}
+
+// verifyStore reads the demo's streams back one batch at a time and
+// compares them with the source: every record once, in order
+// (persistent), or at least once (ephemeral). What it keeps is a count per
+// source record, not the records.
+func verifyStore(ctx context.Context, st batchStore, cfg demoConfig, p *readProgress) (verification, error) {
+	var v verification
 	metas, err := st.Streams(ctx)
 	if err != nil {
 		return v, err
 	}
+	metas = slices.DeleteFunc(metas, func(m server.StreamMeta) bool { return m.Table != demoTable })
+	for _, m := range metas {
+		p.total.Add(m.Records)
+	}
 	seen := make([]int, cfg.Records)
 	last := -1
 	for _, m := range metas {
-		if m.Table != demoTable {
-			continue
-		}
 		v.streams++
-		batches, err := st.Records(ctx, m.ID)
-		if err != nil {
-			return v, err
-		}
-		for _, b := range batches {
+		err := scanStream(ctx, st, m, p, func(b server.Batch) error {
 			for _, r := range b.Records {
-				var rec struct {
-					Seq int `json:"seq"`
-				}
-				if err := json.Unmarshal(r, &rec); err != nil || rec.Seq < 0 || rec.Seq >= cfg.Records {
-					return v, fmt.Errorf("stream %s holds a record that is not from the source: %.60q", m.ID, r)
+				seq, err := demoSeq(r, cfg.Records)
+				if err != nil {
+					return fmt.Errorf("stream %s holds %w", m.ID, err)
 				}
 				v.stored++
-				seen[rec.Seq]++
-				if rec.Seq < last && !cfg.Ephemeral {
+				seen[seq]++
+				if seq < last && !cfg.Ephemeral {
 					v.outOfOrder++
 				}
-				last = rec.Seq
+				last = seq
 			}
+			return nil
+		})
+		if err != nil {
+			return v, err
 		}
 	}
 	for _, n := range seen {
@@ -73,6 +78,18 @@ func verify(cfg demoConfig) (verification, error) {
 		}
 	}
 	return v, nil
+}
+
+// demoSeq returns a stored record's place in the source, the seq field of
+// its JSON, or an error for a record that is not from the source.
+func demoSeq(r []byte, records int) (int, error) {
+	var rec struct {
+		Seq int `json:"seq"`
+	}
+	if err := json.Unmarshal(r, &rec); err != nil || rec.Seq < 0 || rec.Seq >= records {
+		return 0, fmt.Errorf("a record that is not from the source: %.60q", r)
+	}
+	return rec.Seq, nil
 }
 
 // ok reports whether the verification holds for the stream kind:
@@ -108,6 +125,9 @@ func (d *demo) summary(v verification, elapsed time.Duration) error {
 	fmt.Fprintf(w, "  throughput       %.0f records/s (%.1f MB/s) over %.1fs, faults and restarts included\n",
 		float64(d.cfg.Records)/elapsed.Seconds(), float64(d.cfg.Records*d.cfg.RecordSize)/elapsed.Seconds()/1e6, elapsed.Seconds())
 	fmt.Fprintf(w, "  ack latency      p50 %s, p99 %s (ingest call to acknowledgement)\n", percentile(hist, 0.50), percentile(hist, 0.99))
+	if line := d.peakLine(); line != "" {
+		fmt.Fprintf(w, "  peak RSS         %s\n", line)
+	}
 	if v.outOfOrder > 0 {
 		fmt.Fprintf(w, "  out of order     %d\n", v.outOfOrder)
 	}
