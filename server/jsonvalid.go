@@ -13,10 +13,13 @@ import (
 // strings); FuzzCheckJSON checks it differentially against that
 // definition.
 
+// The reasons checkJSON (and RecordChecker.Check, on a JSON stream) refuses
+// a record, for errors.Is; checkJSON names the first rule broken in this
+// order.
 var (
-	errNotObject   = errors.New("not a JSON object")
-	errInvalidUTF8 = errors.New("invalid UTF-8")
-	errInvalidJSON = errors.New("invalid JSON")
+	ErrNotObject   = errors.New("not a JSON object")
+	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	ErrInvalidJSON = errors.New("invalid JSON")
 )
 
 // maxJSONDepth is encoding/json's nesting limit: deeper input is invalid.
@@ -26,7 +29,7 @@ const maxJSONDepth = 10000
 func checkJSON(rec []byte) error {
 	i := skipSpace(rec, 0)
 	if i == len(rec) || rec[i] != '{' {
-		return errNotObject
+		return ErrNotObject
 	}
 	if validJSON(rec, i) {
 		return nil
@@ -34,9 +37,9 @@ func checkJSON(rec []byte) error {
 	// The slow path only on failure, to name the first rule broken as
 	// the two-pass check did: UTF-8 first.
 	if !utf8.Valid(rec) {
-		return errInvalidUTF8
+		return ErrInvalidUTF8
 	}
-	return errInvalidJSON
+	return ErrInvalidJSON
 }
 
 // jsonSpace and strPlain classify bytes: JSON whitespace, and bytes that

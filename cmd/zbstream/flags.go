@@ -86,3 +86,26 @@ func clientErrCA(err error, caFlag string) error {
 	}
 	return withCode(exitFailure, err)
 }
+
+// parseFlagsAnywhere parses args in which flags may also follow the
+// positional arguments ("FILE -token x"), which Go's flag package alone
+// would take for more positional arguments, silently ignoring the flags.
+// A "--" ends the flags: what follows it is positional. It returns the
+// positional arguments.
+func parseFlagsAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args, true); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

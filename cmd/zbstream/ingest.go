@@ -3,114 +3,18 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
-	"github.com/zbstream/zbstream/grpcio"
 )
-
-const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
-
-Ingests FILE into a table exactly once, through a persistent stream. FILE
-holds JSON lines (one JSON object per non-empty line), or, with
--proto-descriptor-set and -proto-message, length-delimited protobuf records
-(each a varint length, then the message).
-
-A state file (FILE.zbstate unless -state says otherwise) keeps the stream id
-and how the file maps to offsets. After Ctrl-C or a crash, run the same
-command again: it resumes the stream and continues after the records the
-server already holds, with no duplicate and no gap. A finished file is not
-sent again. The file must not change until it is done.
-
-Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
-included: an untrusted certificate, the wrong scheme), 3 unreadable or malformed input
-(or a state file for another file), 4 server unreachable, 5 credentials or
-table refused, 130 interrupted (run again to continue).
-
-Flags:`
-
-// Defaults of the ingest command.
-const (
-	ingestDefaultBatchRecords = 100
-	ingestDefaultBatchBytes   = 4 << 20
-	ingestDefaultMaxInflight  = 1000
-)
-
-type ingestFlags struct {
-	endpoint, token, table, appName, caFile string
-	state                                   string
-	descSet, message                        string
-	batchRecords, maxInflight               int
-	batchBytes                              int64
-	interval, closeTimeout                  time.Duration
-	file                                    string
-	batchSet                                bool // -batch-size or -batch-bytes given
-}
-
-func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
-	var f ingestFlags
-	fs := newFlags("ingest", ingestSynopsis, stderr)
-	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
-	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
-	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
-	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
-	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
-	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
-	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
-	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
-	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
-	fs.Int64Var(&f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
-	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
-	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
-	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
-	if err := parseFlags(fs, args, true); err != nil {
-		return nil, err
-	}
-	if f.token == "" {
-		f.token = os.Getenv(envToken)
-	}
-	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "batch-size" || fl.Name == "batch-bytes" {
-			f.batchSet = true
-		}
-	})
-	switch {
-	case fs.NArg() != 1:
-		fs.Usage()
-		return nil, usageErr("ingest takes one FILE, got %d arguments", fs.NArg())
-	case f.endpoint == "":
-		return nil, usageErr("-endpoint is required")
-	case f.table == "":
-		return nil, usageErr("-table is required")
-	case (f.descSet == "") != (f.message == ""):
-		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
-	case f.batchRecords <= 0:
-		return nil, usageErr("-batch-size must be positive")
-	case f.batchBytes <= 0 || f.batchBytes > core.DefaultMaxCallBytes:
-		return nil, usageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
-	case f.maxInflight <= 0:
-		return nil, usageErr("-max-inflight must be positive")
-	case f.closeTimeout <= 0:
-		return nil, usageErr("-close-timeout must be positive")
-	}
-	if err := grpcio.CheckTable(f.table); err != nil {
-		return nil, usageErr("-table: %v", err)
-	}
-	f.file = fs.Arg(0)
-	if f.state == "" {
-		f.state = f.file + ".zbstate"
-	}
-	return &f, nil
-}
 
 // runIngest is the ingest command.
 func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -132,7 +36,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	client, err := zbstream.NewClient(f.endpoint, copts...)
 	if err != nil {
-		return clientErr(err)
+		return f.clientErr(err)
 	}
 	defer client.Close()
 	src := ingestSource{path: f.file, format: ingestFormatJSON}
@@ -142,6 +46,9 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 		src.format, src.md = ingestFormatProto, md
+	}
+	if src.check, err = ingestChecker(src.md); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(f.file); err != nil {
 		return ingestInputErr("%v", err)
@@ -166,14 +73,15 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		st = nil
 	}
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
+	var cuts []int64
 	if st != nil {
 		if err := st.matchesFlags(f.state, src, f.table); err != nil {
 			return err
 		}
 		if f.batchSet && (st.BatchRecords != batchRecords || st.BatchBytes != batchBytes) {
-			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %d records and %d bytes\n", st.BatchRecords, st.BatchBytes)
+			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", ingestPlural(int64(st.BatchRecords), "record"), st.BatchBytes)
 		}
-		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
+		batchRecords, batchBytes, cuts = st.BatchRecords, st.BatchBytes, st.Cuts
 	}
 
 	sopts := []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)}
@@ -195,9 +103,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			s = nil
 			if ce := (*zbstream.ConnectionError)(nil); errors.As(err, &ce) && ce.Code == core.CodeNotFound {
-				err = fmt.Errorf("%w (state file %s names stream %s, which this server does not have: another server, or a retired stream?)", err, f.state, st.StreamID)
+				err = core.Errorf("%w (state file %s names stream %s, which this server does not have: a retired stream, or one of another server? "+
+					"To go on with it, give -endpoint its server. To send %s again into a new stream, remove %s or pass a new -state: "+
+					"what the old stream holds stays in the table, so its records would be there twice)",
+					err, f.state, st.StreamID, f.file, f.state)
 			}
-			return ingestInterrupted(ctx, clientErr(err))
+			return ingestInterrupted(ctx, f.clientErr(err))
 		}
 		return nil
 	}
@@ -210,21 +121,44 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
-	info, err := ingestScan(ctx, src, batchRecords, batchBytes)
+	// The records the server would refuse go to the dead-letter file
+	// (-skip-invalid, or the one the state names), or end the run. Once
+	// a state file exists its list of them rules: the scan collects them
+	// all and matchesFile compares.
+	aside, err := newIngestSetAside(src.format, ingestDeadLetterPath(f, st))
+	if err != nil {
+		return err
+	}
+	defer aside.abort()
+	skip := aside.add
+	if st == nil && f.skipInvalid == "" {
+		skip = ingestRefuseInvalid
+	}
+	info, err := ingestScan(ctx, src, batchRecords, batchBytes, cuts, skip)
 	if err != nil {
 		return ingestInterrupted(ctx, err)
 	}
 	scanned := time.Since(start)
 	if st != nil {
-		if err := st.matchesFile(f.state, src, info); err != nil {
+		changed, err := st.matchesFile(f.state, src, info, aside.places())
+		if err != nil {
 			return err
 		}
 		if st.Done {
-			fmt.Fprintf(stdout, "ingest: %s is already done: %d records in stream %s of %s (state %s); nothing sent\n",
-				f.file, st.Records, st.StreamID, st.Table, f.state)
+			fmt.Fprintf(stdout, "ingest: %s is already done: %s in stream %s of %s (state %s); nothing sent\n",
+				f.file, ingestPlural(st.Records, "record"), st.StreamID, st.Table, f.state)
 			return nil
 		}
+		if changed {
+			if err := ingestAcceptChanged(f, st, src, info, aside, s.LastDurable(), stderr); err != nil {
+				return err
+			}
+		}
 	} else {
+		if err := aside.commit(); err != nil {
+			return err
+		}
+		ingestNoteSetAside(stderr, src, aside)
 		if info.records == 0 {
 			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
 			return nil
@@ -240,6 +174,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
 			Format: src.format, Records: info.records,
 			BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
+			DeadLetters: ingestDeadLetterPath(f, nil), Skipped: aside.places(),
 			Endpoint: f.endpoint, Table: f.table, ClientRequestID: requestID, Created: time.Now().UTC(),
 		}
 		if src.md != nil {
@@ -253,7 +188,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		s, err = client.CreatePersistentStream(ctx, st.Table, append(sopts, zbstream.WithClientRequestID(st.ClientRequestID))...)
 		if err != nil {
 			s = nil
-			return ingestInterrupted(ctx, clientErr(err))
+			return ingestInterrupted(ctx, f.clientErr(err))
 		}
 		st.StreamID = s.StreamID()
 		if err := st.save(f.state); err != nil {
@@ -269,7 +204,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			cancel()
 			s = nil
 			if err != nil {
-				return ingestInterrupted(ctx, clientErr(err))
+				return ingestInterrupted(ctx, f.clientErr(err))
 			}
 			resumed = true
 			if err := resume(); err != nil {
@@ -279,73 +214,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	w := s.LastDurable() // the server's watermark: calls 0..w are durable
 	if w >= st.Batches {
-		return withCode(exitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %d calls: the stream does not belong to this file", st.StreamID, w, f.file, st.Batches))
+		return withCode(exitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %s: the stream does not belong to this file", st.StreamID, w, f.file, ingestPlural(st.Batches, "call")))
 	}
-
-	run := &ingestRun{f: f, st: st, src: src, s: s, stderr: stderr, resumedAt: w}
-	sendErr := run.send(ctx)
-	if sendErr == nil {
-		// Everything is sent: wait until it is durable (bounded by the
-		// flush timeout, 5 minutes), Ctrl-C still heard.
-		if err := s.Flush(ctx); err != nil && ctx.Err() == nil {
-			sendErr = clientErr(core.Errorf("stream %s: waiting for the last calls (run the same command again to continue): %w", st.StreamID, err))
-		}
-	}
-	closeCtx, cancel := context.WithTimeout(context.Background(), f.closeTimeout)
-	defer cancel()
-	if sendErr != nil && ctx.Err() == nil {
-		// A failure, not an interruption: keep what is in flight from
-		// blocking us, but still let it land if it can.
-		_ = s.Close(closeCtx)
-		run.prog.end()
-		return sendErr
-	}
-	if ctx.Err() != nil {
-		// A second Ctrl-C quits at once, as a SIGKILL would: that loses
-		// nothing either, since the next run goes on from the watermark.
-		signal.Reset(os.Interrupt)
-		run.prog.end()
-		fmt.Fprintf(stderr, "ingest: stopping: waiting up to %s for what was sent to become durable (Ctrl-C again to quit at once; nothing acknowledged is lost)\n", f.closeTimeout)
-	}
-	closeErr := s.Close(closeCtx)
-	run.prog.end()
-	last := s.LastDurable()
-	durable := run.tr.update(last)
-	stats := s.Stats()
-	if ctx.Err() != nil {
-		where := "no call durable yet"
-		if last >= 0 {
-			where = fmt.Sprintf("up to call %d of %d", last, st.Batches-1)
-		}
-		msg := fmt.Sprintf("interrupted: %d of %d records durable in stream %s (%s); run the same command again to continue",
-			durable, st.Records, st.StreamID, where)
-		if closeErr != nil {
-			msg += fmt.Sprintf(" (close: %v)", closeErr)
-		}
-		return withCode(exitInterrupted, errors.New(msg))
-	}
-	if closeErr != nil {
-		return clientErr(core.Errorf("closing stream %s with calls durable up to %d of %d (run the same command again to continue): %w", st.StreamID, last, st.Batches-1, closeErr))
-	}
-	if last != st.Batches-1 {
-		// Cannot happen after a clean close of a fully sent file; never
-		// mark done what the server does not hold.
-		return withCode(exitFailure, fmt.Errorf("stream %s closed with calls durable up to %d, not %d (run the same command again to continue)", st.StreamID, last, st.Batches-1))
-	}
-	st.Done, st.Finished = true, time.Now().UTC()
-	if err := st.save(f.state); err != nil {
-		return withCode(exitFailure, err)
-	}
-	el := time.Since(start)
-	sent := durable - run.base
-	from := "a new stream"
-	if resumed {
-		from = fmt.Sprintf("watermark %d (%d records already on the server)", w, run.base)
-	}
-	fmt.Fprintf(stdout, "ingest: done: %d records of %s in stream %s of %s; sent %d records in %d calls from %s, reconciled %d, resent %d, reconnects %d, in %s (%s checking the file; %s rec/s)\n",
-		st.Records, f.file, st.StreamID, st.Table, sent, stats.Accepted, from, stats.Reconciled, stats.Resent, stats.Reconnects,
-		ingestFmtDuration(el), ingestFmtDuration(scanned), ingestFmtRate(float64(sent)/(el-scanned).Seconds()))
-	return nil
+	run := &ingestRun{f: f, st: st, src: src, s: s, stdout: stdout, stderr: stderr, resumedAt: w, resumed: resumed, start: start, scanned: scanned, failedAt: -1}
+	err = run.run(ctx)
+	s = nil // closed by run
+	return err
 }
 
 // ingestInterrupted turns an error caused by Ctrl-C into exit code 130.
@@ -356,74 +230,73 @@ func ingestInterrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// ingestRun sends a file's calls from the one after the watermark.
-type ingestRun struct {
-	f         *ingestFlags
-	st        *ingestState
-	src       ingestSource
-	s         *zbstream.Stream
-	stderr    io.Writer
-	resumedAt int64
-
-	tr   ingestTracker
-	base int64 // records durable before this run
-	prog *ingestProgress
+// ingestDeadLetterPath is where records set aside go: -skip-invalid, or
+// else the dead-letter file the state file names; "" for none.
+func ingestDeadLetterPath(f *ingestFlags, st *ingestState) string {
+	if f.skipInvalid != "" {
+		abs, err := filepath.Abs(f.skipInvalid)
+		if err != nil {
+			return f.skipInvalid
+		}
+		return abs
+	}
+	if st != nil {
+		return st.DeadLetters
+	}
+	return ""
 }
 
-func (r *ingestRun) send(ctx context.Context) error {
-	rr, _, _, closeFile, err := r.src.open(false)
-	if err != nil {
+// ingestNoteSetAside says which records went to the dead-letter file.
+func ingestNoteSetAside(stderr io.Writer, src ingestSource, aside *ingestSetAside) {
+	if len(aside.bad) == 0 {
+		return
+	}
+	const shown = 10
+	var where []string
+	for _, b := range aside.bad[:min(len(aside.bad), shown)] {
+		where = append(where, fmt.Sprint(b.place.n))
+	}
+	if len(aside.bad) > shown {
+		where = append(where, "...")
+	}
+	unit := src.unit()
+	if len(aside.bad) > 1 {
+		unit += "s"
+	}
+	fmt.Fprintf(stderr, "ingest: set aside %s the server would refuse (%s %s) in the dead-letter file %s\n",
+		ingestPlural(int64(len(aside.bad)), "record"), unit, strings.Join(where, ", "), aside.path)
+}
+
+// ingestAcceptChanged takes a file that changed after the part pinned when
+// the server refused a call (see ingestPin): the calls after the pin are
+// made afresh from it. That is safe only while the server holds nothing
+// past the pin (w, its watermark, tells): what it holds past it was made
+// from the old content.
+func ingestAcceptChanged(f *ingestFlags, st *ingestState, src ingestSource, info ingestFileInfo, aside *ingestSetAside, w int64, stderr io.Writer) error {
+	pin := st.Pin
+	if w >= pin.Calls {
+		return ingestInputErr("%s changed, but stream %s holds calls up to %d, past the %s pinned when the server refused a call: restore %s as it was, and run the same command again",
+			src.path, st.StreamID, w, ingestPlural(pin.Calls, "call"), src.path)
+	}
+	if aside.path == "" && len(aside.bad) > 0 {
+		// Without a dead-letter file, a record the server would refuse
+		// ends the run, as in a first run.
+		return ingestRefuseInvalid(aside.bad[0])
+	}
+	if err := aside.commit(); err != nil {
 		return err
 	}
-	defer closeFile()
-	b := &ingestBatcher{r: rr, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes}
-	var records int64
-	// Skip the calls the server holds.
-	for k := int64(0); k <= r.resumedAt; k++ {
-		batch, err := b.next()
-		if err != nil {
-			if err == io.EOF {
-				err = ingestInputErr("%s ended at call %d, before the watermark %d", r.src.path, k, r.resumedAt)
-			}
-			return err
-		}
-		records += int64(len(batch))
-		if k%1024 == 0 && ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
+	ingestNoteSetAside(stderr, src, aside)
+	st.Size, st.SHA256, st.Records, st.Batches = info.size, info.sha256, info.records, info.batches
+	st.Skipped, st.DeadLetters = aside.places(), aside.path
+	if err := st.save(f.state); err != nil {
+		return withCode(exitFailure, err)
 	}
-	r.base = records
-	r.tr.durable = records
-	r.prog = newIngestProgress(r.stderr, ingestIsTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
-		func() int64 { return r.tr.update(r.s.LastDurable()) })
-	for k := r.resumedAt + 1; ; k++ {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		batch, err := b.next()
-		if err == io.EOF {
-			if k != r.st.Batches {
-				return ingestInputErr("%s now holds %d calls, not %d: it changed during the ingestion", r.src.path, k, r.st.Batches)
-			}
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		off, err := r.s.IngestBatch(ctx, batch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			return clientErr(core.Errorf("stream %s failed at call %d of %d (run the same command again to continue): %w", r.st.StreamID, k, r.st.Batches-1, err))
-		}
-		if off != k {
-			return withCode(exitFailure, fmt.Errorf("call %d got offset %d: the stream and the file disagree", k, off))
-		}
-		records += int64(len(batch))
-		r.tr.sent(k, records)
-		if k%256 == 0 {
-			r.tr.update(r.s.LastDurable())
-		}
+	where := "(the server holds none of it)"
+	if pin.Records > 0 {
+		where = "after " + src.records(pin.Last, pin.Last) + ", the last record the server holds"
 	}
+	fmt.Fprintf(stderr, "ingest: %s changed %s: going on with its new content (%s in %s)\n",
+		src.path, where, ingestPlural(info.records, "record"), ingestPlural(info.batches, "call"))
+	return nil
 }

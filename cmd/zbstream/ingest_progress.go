@@ -23,19 +23,24 @@ func ingestIsTerminal(w io.Writer) bool {
 
 // ingestTracker turns the stream's durable offset into a count of durable
 // records: it remembers, for every call in flight, the number of records
-// up to and including it.
+// up to and including it, and where its records are in the file.
 type ingestTracker struct {
 	mu      sync.Mutex
 	marks   []ingestMark // calls sent, not yet known durable, in offset order
-	durable int64        // records known durable
+	durable ingestMark   // the last call known durable (offset -1: none)
 }
 
-type ingestMark struct{ offset, records int64 }
+// ingestMark is call offset: its records are first to last in the file, and
+// records counts the records up to and including them.
+type ingestMark struct {
+	offset, records int64
+	first, last     ingestPlace
+}
 
-// sent notes that call offset took the count of records sent to records.
-func (t *ingestTracker) sent(offset, records int64) {
+// sent notes that call m was sent.
+func (t *ingestTracker) sent(m ingestMark) {
 	t.mu.Lock()
-	t.marks = append(t.marks, ingestMark{offset, records})
+	t.marks = append(t.marks, m)
 	t.mu.Unlock()
 }
 
@@ -44,16 +49,33 @@ func (t *ingestTracker) sent(offset, records int64) {
 func (t *ingestTracker) update(w int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.updateLocked(w)
+	return t.durable.records
+}
+
+func (t *ingestTracker) updateLocked(w int64) {
 	i := 0
 	for i < len(t.marks) && t.marks[i].offset <= w {
-		t.durable = t.marks[i].records
+		t.durable = t.marks[i]
 		i++
 	}
 	if i > 0 {
 		n := copy(t.marks, t.marks[i:])
 		t.marks = t.marks[:n]
 	}
-	return t.durable
+}
+
+// around returns the last call durable once offsets up to w are, and the
+// call after it if it was sent (nil otherwise).
+func (t *ingestTracker) around(w int64) (ingestMark, *ingestMark) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.updateLocked(w)
+	if len(t.marks) > 0 && t.marks[0].offset == t.durable.offset+1 {
+		next := t.marks[0]
+		return t.durable, &next
+	}
+	return t.durable, nil
 }
 
 // ingestProgress reports ingestion: a bar redrawn in place on a terminal, plain
@@ -122,11 +144,11 @@ func (p *ingestProgress) report() {
 		if fill > 0 && fill < width {
 			bar = strings.Repeat("=", fill-1) + ">" + strings.Repeat(" ", width-fill)
 		}
-		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%d records  %s rec/s  ETA %s", bar, pct, n, p.total, ingestFmtRate(rate), eta)
+		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%s  %s rec/s  ETA %s", bar, pct, n, ingestPlural(p.total, "record"), ingestFmtRate(rate), eta)
 		p.drew = true
 		return
 	}
-	fmt.Fprintf(p.w, "ingest: %d/%d records durable (%.1f%%), %s rec/s, ETA %s\n", n, p.total, pct, ingestFmtRate(rate), eta)
+	fmt.Fprintf(p.w, "ingest: %d/%s durable (%.1f%%), %s rec/s, ETA %s\n", n, ingestPlural(p.total, "record"), pct, ingestFmtRate(rate), eta)
 }
 
 // end stops the reports and clears the bar.
@@ -163,4 +185,12 @@ func ingestFmtDuration(d time.Duration) string {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
+}
+
+// ingestPlural says n things: "1 record", "2 records", "0 calls".
+func ingestPlural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -20,10 +19,10 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/descriptorpb"
-	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/server"
 )
 
 // Input formats, as the state file names them.
@@ -41,19 +40,27 @@ func ingestInputErr(format string, a ...any) error {
 	return withCode(exitInput, fmt.Errorf(format, a...))
 }
 
-// ingestRecordReader yields a file's records in order; io.EOF ends them. Every
-// other error is an input error naming the file and the place.
+// ingestRecordReader yields a file's records in order; io.EOF ends them. A
+// record the server would refuse is an *ingestInvalidRecord, after which
+// the reader goes on; every other error is an input error naming the file
+// and the place. place is where the last record returned (or refused) is.
 type ingestRecordReader interface {
 	next() ([]byte, error)
+	place() ingestPlace
 }
 
-// ingestJSONLines reads a JSON-lines file: every non-empty line is one record, a
-// JSON object; blank lines are skipped.
+// ingestJSONLines reads a JSON-lines file: every non-empty line is one record,
+// checked as the server checks it; blank lines are skipped.
 type ingestJSONLines struct {
-	path string
-	r    *bufio.Reader
-	line int64
+	path  string
+	r     *bufio.Reader
+	check *server.RecordChecker
+	line  int64
+	pos   int64 // bytes read
+	at    ingestPlace
 }
+
+func (j *ingestJSONLines) place() ingestPlace { return j.at }
 
 func (j *ingestJSONLines) next() ([]byte, error) {
 	for {
@@ -68,6 +75,8 @@ func (j *ingestJSONLines) next() ([]byte, error) {
 			return nil, ingestInputErr("%s: reading line %d: %v", j.path, j.line+1, err)
 		}
 		j.line++
+		start := j.pos
+		j.pos += int64(len(b))
 		if j.line == 1 {
 			b = bytes.TrimPrefix(b, []byte("\ufeff")) // a UTF-8 byte order mark
 		}
@@ -75,13 +84,9 @@ func (j *ingestJSONLines) next() ([]byte, error) {
 		if len(rec) == 0 {
 			continue
 		}
-		switch {
-		case rec[0] != '{':
-			return nil, ingestInputErr("%s:%d: not a JSON object (starts with %q)", j.path, j.line, ingestPreview(rec))
-		case !json.Valid(rec):
-			return nil, ingestInputErr("%s:%d: malformed JSON: %s", j.path, j.line, ingestJSONProblem(rec))
-		case len(rec) > ingestMaxRecordBytes:
-			return nil, ingestInputErr("%s:%d: record of %d bytes is over the per-call limit of %d bytes", j.path, j.line, len(rec), ingestMaxRecordBytes)
+		j.at = ingestPlace{n: j.line, off: start, end: j.pos}
+		if reason := ingestJSONReason(j.check, rec); reason != "" {
+			return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
 		}
 		return rec, nil
 	}
@@ -114,10 +119,14 @@ type ingestDelimitedProto struct {
 	path  string
 	r     *bufio.Reader
 	md    protoreflect.MessageDescriptor
+	check *server.RecordChecker
 	n     int64 // records read
 	pos   int64 // byte offset of the next record's length prefix
 	count *ingestCountingReader
+	at    ingestPlace
 }
+
+func (p *ingestDelimitedProto) place() ingestPlace { return p.at }
 
 func (p *ingestDelimitedProto) next() ([]byte, error) {
 	at := p.pos
@@ -144,11 +153,13 @@ func (p *ingestDelimitedProto) next() ([]byte, error) {
 		}
 		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
 	}
-	if err := proto.Unmarshal(rec, dynamicpb.NewMessage(p.md)); err != nil {
-		return nil, ingestInputErr("%s: record %d at byte offset %d: not a valid %s: %v", p.path, idx, at, p.md.FullName(), err)
-	}
 	p.n++
 	p.pos = at + head + int64(size)
+	p.at = ingestPlace{n: idx, off: at, end: p.pos}
+	if err := p.check.Check(rec); err != nil {
+		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at,
+			reason: fmt.Sprintf("not a valid %s: %v", p.md.FullName(), err), record: rec}
+	}
 	return rec, nil
 }
 
@@ -220,6 +231,7 @@ type ingestSource struct {
 	path   string
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
+	check  *server.RecordChecker
 }
 
 // open opens the file and returns a reader of its records; the returned
@@ -238,100 +250,47 @@ func (s ingestSource) open(withHash bool) (ingestRecordReader, hash.Hash, *inges
 	cr := &ingestCountingReader{r: r}
 	br := bufio.NewReaderSize(cr, 1<<20)
 	if s.format == ingestFormatProto {
-		return &ingestDelimitedProto{path: s.path, r: br, md: s.md, count: cr}, h, cr, f.Close, nil
+		return &ingestDelimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
 	}
-	return &ingestJSONLines{path: s.path, r: br}, h, cr, f.Close, nil
+	return &ingestJSONLines{path: s.path, r: br, check: s.check}, h, cr, f.Close, nil
 }
 
-// ingestBatcher groups records into calls, deterministically: a call takes
-// records in file order until it holds maxRecords of them or the next one
-// would take its size as sent (each record framed as in a batch) over
-// maxBytes; a call always holds at least one record. Given the file's
-// content and the two limits, call k is always the same records, so the
-// offset of a persistent stream (call k is offset k) names its place in
-// the file.
-type ingestBatcher struct {
-	r          ingestRecordReader
-	maxRecords int
-	maxBytes   int64
-	pending    []byte
-	err        error
+// describe names records first to last of the file: "lines 3-9 of FILE".
+func (s ingestSource) describe(first, last int64) string {
+	return s.records(first, last) + " of " + s.path
 }
 
-func ingestFramed(rec []byte) int64 {
-	return int64(1 + protowire.SizeVarint(uint64(len(rec))) + len(rec))
-}
-
-// next returns the next call's records, or io.EOF.
-func (b *ingestBatcher) next() ([][]byte, error) {
-	if b.err != nil {
-		return nil, b.err
+// unit is what numbers a record: its line, or its place among records.
+func (s ingestSource) unit() string {
+	if s.format == ingestFormatProto {
+		return "record"
 	}
-	var (
-		batch [][]byte
-		size  int64
-	)
-	for len(batch) < b.maxRecords {
-		rec := b.pending
-		b.pending = nil
-		if rec == nil {
-			var err error
-			rec, err = b.r.next()
-			if err != nil {
-				b.err = err
-				break
-			}
-		}
-		if len(batch) > 0 && size+ingestFramed(rec) > b.maxBytes {
-			b.pending = rec
-			break
-		}
-		batch = append(batch, rec)
-		size += ingestFramed(rec)
-	}
-	if len(batch) > 0 && (b.err == nil || b.err == io.EOF) {
-		return batch, nil
-	}
-	return nil, b.err
+	return "line"
 }
 
-// ingestFileInfo is what a full pass over the input learns: its identity, and
-// how many records and calls it holds.
-type ingestFileInfo struct {
-	size    int64
-	sha256  string
-	records int64
-	batches int64
+// records names records first to last: "lines 3-9", "record 7".
+func (s ingestSource) records(first, last int64) string {
+	unit := s.unit()
+	if first == last {
+		return fmt.Sprintf("%s %d", unit, first)
+	}
+	return fmt.Sprintf("%ss %d-%d", unit, first, last)
 }
 
-// ingestScan reads the whole file once: it validates every record (so that a
-// malformed one stops the run before anything is sent), counts records
-// and calls, and hashes the content, which identifies the file.
-func ingestScan(ctx context.Context, src ingestSource, maxRecords int, maxBytes int64) (ingestFileInfo, error) {
-	r, h, cr, closeFile, err := src.open(true)
+// prefixSHA256 hashes the first n bytes of the file: what pins the part
+// of it the server holds (see ingestPin).
+func (s ingestSource) prefixSHA256(n int64) (string, error) {
+	f, err := os.Open(s.path)
 	if err != nil {
-		return ingestFileInfo{}, err
+		return "", ingestInputErr("%v", err)
 	}
-	defer closeFile()
-	b := &ingestBatcher{r: r, maxRecords: maxRecords, maxBytes: maxBytes}
-	var info ingestFileInfo
-	for {
-		batch, err := b.next()
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, n); err != nil {
 		if err == io.EOF {
-			break
+			return "", ingestInputErr("%s is shorter than the %d bytes the server holds", s.path, n)
 		}
-		if err != nil {
-			return ingestFileInfo{}, err
-		}
-		info.records += int64(len(batch))
-		info.batches++
-		if info.batches%1024 == 0 && ctx.Err() != nil {
-			return ingestFileInfo{}, context.Cause(ctx)
-		}
+		return "", ingestInputErr("%s: %v", s.path, err)
 	}
-	// Both formats read to io.EOF, so the hash and the count cover every
-	// byte of the file.
-	info.sha256 = hex.EncodeToString(h.Sum(nil))
-	info.size = cr.n
-	return info, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zbstream/zbstream/server"
 )
 
 func TestIngestJSONLinesReader(t *testing.T) {
 	in := "\ufeff{\"a\":1}\r\n\r\n   \n\t{\"b\": [1, 2]}  \n{\"c\":\"no newline at the end\"}"
-	r := &ingestJSONLines{path: "x.jsonl", r: bufio.NewReader(strings.NewReader(in))}
+	r := &ingestJSONLines{path: "x.jsonl", r: bufio.NewReader(strings.NewReader(in)), check: ingestTestChecker(t)}
 	var got []string
 	for {
 		rec, err := r.next()
@@ -91,12 +93,14 @@ func TestIngestBatcherBytes(t *testing.T) {
 type ingestReaderFunc func() ([]byte, error)
 
 func (f ingestReaderFunc) next() ([]byte, error) { return f() }
+func (f ingestReaderFunc) place() ingestPlace    { return ingestPlace{} }
 
 // TestIngestScanErrors: a directory, an unreadable file and an error in
 // the middle are input errors (exit 3).
 func TestIngestScanErrors(t *testing.T) {
 	dir := t.TempDir()
-	_, err := ingestScan(context.Background(), ingestSource{path: dir, format: ingestFormatJSON}, 10, 1<<20)
+	src := ingestSource{path: dir, format: ingestFormatJSON, check: ingestTestChecker(t)}
+	_, err := ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != exitInput {
 		t.Fatalf("a directory: %v", err)
@@ -105,8 +109,18 @@ func TestIngestScanErrors(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}\n{}\nnull\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ingestScan(context.Background(), ingestSource{path: path, format: ingestFormatJSON}, 10, 1<<20)
+	src.path = path
+	_, err = ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
 	if !errors.As(err, &ee) || ee.code != exitInput || !strings.Contains(err.Error(), "a.jsonl:3: not a JSON object") {
 		t.Fatalf("null on line 3: %v", err)
 	}
+}
+
+func ingestTestChecker(t *testing.T) *server.RecordChecker {
+	t.Helper()
+	c, err := ingestChecker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

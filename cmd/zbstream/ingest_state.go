@@ -9,8 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"runtime"
+	"slices"
 	"time"
 )
 
@@ -20,12 +19,14 @@ const ingestStateVersion = 1
 // ingestState is the state file of one ingestion: which stream, which
 // table, which file, and how the file maps to offsets.
 //
-// The mapping is a pure function of the file's content and the two batch
-// limits (see ingestBatcher): offset k is call k. The state file pins all three
+// The mapping is a pure function of the file's content, the two batch
+// limits and the cuts (see ingestBatcher): offset k is call k. The state
+// file pins them all
 // (the content by its size and SHA-256), so it never changes while records
 // flow; after a crash the server's watermark W alone says where to go on:
 // with call W+1. The file is written whole and atomically (a temporary
-// file, fsync, rename, fsync of the directory) at most three times:
+// file, fsync, rename, fsync of the directory, see ingestAtomicFile)
+// three times in a run that meets no refusal:
 //
 //  1. before the stream is created, with the create's idempotency key
 //     (ClientRequestID) and no stream id: a crash after the create and
@@ -35,6 +36,11 @@ const ingestStateVersion = 1
 //  3. when every call is durable and the stream closed, marked done: a
 //     later run sends nothing. A crash before this step costs a resume that
 //     finds the watermark at the last call and sends nothing either.
+//
+// Two events rewrite it in between, with no call in flight: the server
+// refusing a call for good (it records Pin and a cut, see ingestPin), and
+// a rerun accepting a file corrected after the pin (it records the new
+// content's identity and mapping).
 type ingestState struct {
 	Version int `json:"version"`
 
@@ -54,6 +60,21 @@ type ingestState struct {
 	BatchRecords int   `json:"batch_records"`
 	BatchBytes   int64 `json:"batch_bytes"`
 	Batches      int64 `json:"batches"`
+
+	// The records set aside (-skip-invalid), which the server would
+	// refuse: their lines (JSON lines) or numbers from 1 (protobuf), in
+	// file order, and the dead-letter file they went to. They are never
+	// sent and take no offset: the mapping is made of the other records,
+	// so it depends on the content alone, and a rerun sets aside the same
+	// records again without writing them twice.
+	DeadLetters string  `json:"dead_letters,omitempty"`
+	Skipped     []int64 `json:"skipped,omitempty"`
+
+	// Where the server refused a call for good (see ingestPin): calls
+	// also end after these numbers of records, and Pin is the part of the
+	// file the server holds.
+	Cuts []int64    `json:"cuts,omitempty"`
+	Pin  *ingestPin `json:"pin,omitempty"`
 
 	// The stream.
 	Endpoint        string `json:"endpoint"` // informative
@@ -90,44 +111,22 @@ func loadIngestState(path string) (*ingestState, error) {
 	return &st, nil
 }
 
-// save writes the state file atomically: a crash leaves either the old
-// file or the new one, never a mix, and once save returns the new one
-// survives a power loss.
+// save writes the state file atomically (see ingestAtomicFile).
 func (st *ingestState) save(path string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := ingestCreateAtomic(path)
 	if err != nil {
-		return fmt.Errorf("state file: %w", err)
+		return fmt.Errorf("state file %w", err)
 	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.abort()
 		return fmt.Errorf("state file %s: %w", path, err)
 	}
-	if runtime.GOOS == "windows" {
-		return nil // a directory cannot be synced there; the rename is durable enough
-	}
-	if d, err := os.Open(dir); err == nil {
-		err = d.Sync()
-		d.Close()
-		if err != nil {
-			return fmt.Errorf("state file %s: syncing its directory: %w", path, err)
-		}
+	if err := f.commit(); err != nil {
+		return fmt.Errorf("state file %w", err)
 	}
 	return nil
 }
@@ -147,17 +146,34 @@ func (st *ingestState) matchesFlags(path string, src ingestSource, table string)
 }
 
 // matchesFile refuses a state file made for another file (another
-// content): an input error.
-func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFileInfo) error {
-	switch {
-	case st.Size != info.size || st.SHA256 != info.sha256:
-		return ingestInputErr("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
+// content): an input error. A content that changed after the part pinned
+// when the server refused a call is accepted (changed is true): see
+// ingestPin.
+func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFileInfo, skipped []int64) (changed bool, err error) {
+	if st.Size != info.size || st.SHA256 != info.sha256 {
+		if st.Pin != nil && !st.Done {
+			sum, err := src.prefixSHA256(st.Pin.Bytes)
+			if err == nil && sum == st.Pin.SHA256 {
+				return true, nil
+			}
+		}
+		msg := fmt.Sprintf("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
 			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
 			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
-	case st.Records != info.records || st.Batches != info.batches:
-		return ingestInputErr("state file %s: %s now reads as %d records in %d calls, not %d in %d", path, src.path, info.records, info.batches, st.Records, st.Batches)
+		if st.Pin != nil && !st.Done {
+			msg += fmt.Sprintf(" (after the server refused a call, the file may change, but only after %s, the last record the server holds)", src.describe(st.Pin.Last, st.Pin.Last))
+		}
+		return false, ingestInputErr("%s", msg)
 	}
-	return nil
+	switch {
+	case st.Records != info.records || st.Batches != info.batches:
+		return false, ingestInputErr("state file %s: %s now reads as %s in %s, not %d in %d", path, src.path,
+			ingestPlural(info.records, "record"), ingestPlural(info.batches, "call"), st.Records, st.Batches)
+	case !slices.Equal(st.Skipped, skipped):
+		return false, ingestInputErr("state file %s sets aside %s of %s, but this zbstream would refuse %d: its record checks differ from those of the zbstream that made the state file",
+			path, ingestPlural(int64(len(st.Skipped)), "record"), src.path, len(skipped))
+	}
+	return false, nil
 }
 
 // ingestRequestID returns a fresh idempotency key for a persistent create.

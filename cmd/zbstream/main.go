@@ -11,6 +11,7 @@
 //	zbstream streams  [flags]   list, show, print or retire streams
 //	zbstream bench    [flags]   the client beside raw gRPC, as a table, CSV and SVG
 //	zbstream spool    [flags]   check a spool directory, or move its damage aside
+//	zbstream version            print the version of this build
 //
 // Run "zbstream <command> -h" for a command's flags.
 package main
@@ -43,6 +44,7 @@ func commands() []command {
 		{"streams", "list, show, print or retire a server's streams", runStreams},
 		{"bench", "benchmark the client beside raw gRPC", runBench},
 		{"spool", "check a spool directory, or move its damage aside", runSpoolCmd},
+		{"version", "print the module version, the Go version and the VCS commit", runVersion},
 	}
 }
 
@@ -62,8 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	name := args[0]
+	if name == "-version" || name == "--version" {
+		name = "version"
+	}
 	for _, c := range commands() {
-		if c.name == args[0] {
+		if c.name == name {
 			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
+)
+
+const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
+
+Ingests FILE into a table exactly once, through a persistent stream. FILE
+holds JSON lines (one JSON object per non-empty line), or, with
+-proto-descriptor-set and -proto-message, length-delimited protobuf records
+(each a varint length, then the message). Flags may come before or after
+FILE.
+
+Every record is checked, before anything is sent, with the server's own
+rules (a JSON object in valid UTF-8, or a message that parses with the
+descriptor and has no field unknown to it; at most the per-call limit in
+size). A record that fails ends the run with FILE:LINE and exit code 3,
+unless -skip-invalid names a dead-letter file: then such records are
+written there, one JSON line each ({"line":N,"offset":BYTE,"reason":...,
+"record":TEXT}, with "record_base64" instead of "record" for a record that
+is not valid UTF-8 and for protobuf, and "index":N for a protobuf
+record's number), and the others are ingested.
+
+A state file (FILE.zbstate unless -state says otherwise) keeps the stream id
+and how the file maps to offsets (the records set aside included). After
+Ctrl-C or a crash, run the same command again: it resumes the stream and
+continues after the records the server already holds, with no duplicate
+and no gap. A finished file is not sent again. The file must not change
+until it is done, with one exception: if the server refuses a call for
+good, the error names its lines, and the records after those the server
+holds may be corrected before running the same command again.
+
+Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
+included: an untrusted certificate, the wrong scheme), 3 unreadable or
+malformed input (or a state file for another file, or records the server
+refused), 4 server unreachable, 5 credentials or table refused, 130
+interrupted (run again to continue).
+
+Flags:`
+
+// Defaults of the ingest command.
+const (
+	ingestDefaultBatchRecords = 100
+	ingestDefaultBatchBytes   = 4 << 20
+	ingestDefaultMaxInflight  = 1000
+)
+
+type ingestFlags struct {
+	endpoint, token, table, appName, caFile string
+	tokenFrom                               string // "-token", "$ZBSTREAM_TOKEN" or "" (none)
+	state, skipInvalid                      string
+	descSet, message                        string
+	batchRecords, maxInflight               int
+	batchBytes                              int64
+	interval, closeTimeout                  time.Duration
+	file                                    string
+	batchSet                                bool // -batch-size or -batch-bytes given
+}
+
+func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
+	var f ingestFlags
+	fs := newFlags("ingest", ingestSynopsis, stderr)
+	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
+	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
+	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
+	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
+	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
+	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
+	fs.StringVar(&f.skipInvalid, "skip-invalid", "", "write the records the server would refuse to this dead-letter `file` (JSON lines, rewritten whole) and ingest the others")
+	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
+	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
+	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
+	fs.Int64Var(&f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
+	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
+	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
+	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
+	pos, err := parseFlagsAnywhere(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if f.token != "" {
+		f.tokenFrom = "-token"
+	} else if f.token = os.Getenv(envToken); f.token != "" {
+		f.tokenFrom = "$" + envToken
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "batch-size" || fl.Name == "batch-bytes" {
+			f.batchSet = true
+		}
+	})
+	switch {
+	case len(pos) != 1:
+		fs.Usage()
+		if len(pos) == 0 {
+			return nil, usageErr("ingest takes one FILE, got none")
+		}
+		return nil, usageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
+	case f.endpoint == "":
+		return nil, usageErr("-endpoint is required")
+	case f.table == "":
+		return nil, usageErr("-table is required")
+	case (f.descSet == "") != (f.message == ""):
+		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
+	case f.batchRecords <= 0:
+		return nil, usageErr("-batch-size must be positive")
+	case f.batchBytes <= 0 || f.batchBytes > core.DefaultMaxCallBytes:
+		return nil, usageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
+	case f.maxInflight <= 0:
+		return nil, usageErr("-max-inflight must be positive")
+	case f.closeTimeout <= 0:
+		return nil, usageErr("-close-timeout must be positive")
+	case f.interval < 0:
+		return nil, usageErr("-progress must not be negative (0 turns progress off)")
+	}
+	if err := grpcio.CheckTable(f.table); err != nil {
+		return nil, usageErr("-table: %v", err)
+	}
+	f.file = pos[0]
+	if f.state == "" {
+		f.state = f.file + ".zbstate"
+	}
+	if f.skipInvalid != "" {
+		// The dead-letter file is replaced whole: never by the input or
+		// the state file.
+		for _, other := range []struct{ name, path string }{{"FILE", f.file}, {"the state file", f.state}} {
+			if ingestSamePath(f.skipInvalid, other.path) {
+				return nil, usageErr("-skip-invalid %s is %s: give the dead-letter file a path of its own", f.skipInvalid, other.name)
+			}
+		}
+	}
+	return &f, nil
+}
+
+// ingestSamePath reports whether a and b name the same file: the same
+// absolute path, or the same existing file.
+func ingestSamePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == ab {
+		return true
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// clientErr is clientErr with the hints of this command's flags: where
+// the token comes from when the server refuses it, the table when the
+// token may not write it.
+func (f *ingestFlags) clientErr(err error) error {
+	var ce *zbstream.ConnectionError
+	if errors.As(err, &ce) {
+		switch {
+		case ce.Code == core.CodeUnauthenticated && f.tokenFrom == "":
+			err = core.Errorf("%w (no token was given: pass -token, or set $%s)", err, envToken)
+		case ce.Code == core.CodeUnauthenticated:
+			err = core.Errorf("%w (the token from %s was refused: check it, or pass another with -token)", err, f.tokenFrom)
+		case ce.Code == core.CodePermissionDenied && f.tokenFrom != "":
+			err = core.Errorf("%w (the token from %s may not write table %s: check -table, or the token's grants)", err, f.tokenFrom, f.table)
+		}
+	}
+	return clientErr(err)
+}
