@@ -7,12 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/metadata"
-
 	"github.com/zbstream/zbstream"
-	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/internal/rawclient"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -117,84 +113,26 @@ func benchClient(b *testing.B, endpoint string, batch int, opts ...zbstream.Stre
 	}
 }
 
-// benchRaw is the ceiling: a persistent stream driven by hand with the
-// generated gRPC client, the same messages, no window, no validation.
+// benchRaw is the ceiling: the shared raw gRPC client (internal/rawclient),
+// the same messages, no window, no validation, acks read on one goroutine.
 func benchRaw(b *testing.B, endpoint string, batch int) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cc, err := grpc.NewClient(endpoint[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	st, err := rawclient.Open(context.Background(), rawclient.Config{Endpoint: endpoint, Table: benchTable, RequestID: "raw-bench", Record: benchRecord(), Batch: batch})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer cc.Close()
-	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(servertestContext(ctx))
-	if err != nil {
-		b.Fatal(err)
-	}
-	table, rt, id := benchTable, ingestpb.RecordType_JSON, "raw-bench"
-	err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
-		CreateStream: &ingestpb.CreatePersistentStreamRequest{
-			CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: &table, RecordType: &rt},
-			ClientRequestId: &id,
-		}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := st.Recv(); err != nil {
-		b.Fatal(err)
-	}
-	rec := string(benchRecord())
-	recs := make([]string, batch)
-	for i := range recs {
-		recs[i] = rec
-	}
-	var off int64
-	one := &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecord{
-		IngestRecord: &ingestpb.IngestRecordRequest{OffsetId: &off, Record: &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: rec}}}}
-	many := &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecordBatch{
-		IngestRecordBatch: &ingestpb.IngestRecordBatchRequest{OffsetId: &off, Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{
-			JsonBatch: &ingestpb.JsonRecordBatch{Records: recs}}}}}
-	msg := one
-	if batch > 1 {
-		msg = many
-	}
-	last := int64(b.N - 1)
-	done := make(chan error, 1)
+	defer st.Close()
+	st.StartReader()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
-	go func() { // the acks, until the last one
-		var resp ingestpb.PersistentStreamResponse
-		for {
-			if err := st.RecvMsg(&resp); err != nil {
-				done <- err
-				return
-			}
-			if a := resp.GetIngestRecordResponse(); a != nil && a.GetDurabilityAckUpToOffset() >= last {
-				done <- nil
-				return
-			}
-		}
-	}()
-	for i := range b.N {
-		off = int64(i)
-		if err := st.SendMsg(msg); err != nil {
+	for range b.N {
+		if err := st.Send(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if err := <-done; err != nil {
+	if err := st.WaitAcked(context.Background(), int64(b.N-1)); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()
 	reportRecords(b, batch, cpu0)
-	_ = st.CloseSend()
-}
-
-// servertestContext attaches the table header the server expects.
-func servertestContext(ctx context.Context) context.Context {
-	return grpcMetadata(ctx, "x-databricks-zerobus-table-name", benchTable)
-}
-
-func grpcMetadata(ctx context.Context, kv ...string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, kv...)
 }

@@ -24,7 +24,6 @@ type benchConfig struct {
 	sizes    []int
 	batch    int
 	duration time.Duration
-	runs     int
 	endpoint string // external server; "" starts one in-process
 	engine   string // of the in-process server: "ackonly" or "memory"
 	token    string
@@ -38,8 +37,16 @@ type benchConfig struct {
 	volume   int64
 	ackDelay time.Duration // -rss: the server holds every ack back this long
 	recovery bool
-	rounds   int
+	// rounds: of the table, interleaved rounds per cell; of -recovery,
+	// faults of each kind.
+	rounds int
 }
+
+// Defaults of -rounds, which counts different things in the two modes.
+const (
+	benchDefaultRounds    = 5
+	recoveryDefaultRounds = 200
+)
 
 const benchSynopsis = `bench [flags]
 
@@ -47,8 +54,10 @@ Measures the zbstream client (a persistent stream, until the last record is
 acknowledged) beside a raw gRPC bidi stream sending the same protobuf messages
 with no client logic (the ceiling), in the same run, against the reference
 server's ack-only engine started in-process on loopback (or -endpoint). For each
-record size, one record per call and in batches, each client runs for -duration,
-best of -runs, the two interleaved. Prints a table; -csv and -svg write it.
+record size, one record per call and in batches, the two clients run -rounds
+rounds of -duration each, interleaved (the first alternating), and the table
+gives each client's median round and the median of the rounds' ratios with its
+spread (min and max). Prints a table; -csv and -svg write it.
 
 -rss instead ingests -volume of 1 KiB records through a 64 MiB in-flight bound in
 a child process and reports its peak RSS (with -ack-delay, the server holds every
@@ -67,7 +76,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (suffixes K, KiB, M, MiB: 1024-based)")
 	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
 	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
-	fs.IntVar(&cfg.runs, "runs", 3, "repetitions per cell; the best is reported")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
 	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
 	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
@@ -80,9 +88,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
 	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
-	fs.IntVar(&cfg.rounds, "rounds", 200, "faults of each kind injected by -recovery")
+	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", benchDefaultRounds, recoveryDefaultRounds))
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
+	}
+	if !flagWasSet(fs, "rounds") {
+		cfg.rounds = benchDefaultRounds
+		if cfg.recovery {
+			cfg.rounds = recoveryDefaultRounds
+		}
 	}
 	if err := cfg.check(); err != nil {
 		fs.Usage()
@@ -118,8 +132,8 @@ func (c *benchConfig) check() error {
 		return usageErr("-batch must be between 1 and 100000")
 	case c.duration <= 0 || c.duration > time.Hour:
 		return usageErr("-duration must be positive and at most 1h")
-	case c.runs < 1 || c.runs > 1000:
-		return usageErr("-runs must be between 1 and 1000")
+	case !c.recovery && (c.rounds < 1 || c.rounds > 1000):
+		return usageErr("-rounds must be between 1 and 1000")
 	case c.engine != "ackonly" && c.engine != "memory":
 		return usageErr("-engine must be ackonly or memory, not %q", c.engine)
 	case c.volume < 1<<10:
@@ -162,6 +176,13 @@ func (c *benchConfig) check() error {
 		}
 	}
 	return nil
+}
+
+// flagWasSet reports whether the command line set the flag name.
+func flagWasSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // sizesFlag is a comma-separated list of byte sizes.

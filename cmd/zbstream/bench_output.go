@@ -10,26 +10,33 @@ import (
 	"text/tabwriter"
 )
 
-// benchCSVHeader is the CSV's header row.
+// benchCSVHeader is the CSV's header row. Rates and the ratio are the
+// median over the rounds, with their spread, min and max; MB/s is the
+// median's.
 var benchCSVHeader = []string{
-	"size_bytes", "mode", "records_per_call",
-	"zbstream_records_per_s", "zbstream_mb_per_s",
-	"raw_records_per_s", "raw_mb_per_s", "ratio",
+	"size_bytes", "mode", "records_per_call", "rounds",
+	"zbstream_records_per_s_median", "zbstream_records_per_s_min", "zbstream_records_per_s_max", "zbstream_mb_per_s_median",
+	"raw_records_per_s_median", "raw_records_per_s_min", "raw_records_per_s_max", "raw_mb_per_s_median",
+	"ratio_median", "ratio_min", "ratio_max",
 }
 
-// writeBenchTable prints the table, with a line saying what was measured.
+// writeBenchTable prints the table, with lines saying what was measured.
 func writeBenchTable(w io.Writer, r benchResult) {
 	client := "default (records copied)"
 	if r.NoCopy {
 		client = "WithNoCopy (records kept by reference)"
 	}
-	fmt.Fprintf(w, "zbstream bench, %s, %s%s\nengine %s, zbstream client %s, best of %d runs of %s per client and cell; MB = 10^6 bytes\n\n",
-		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, loadNote(r.Load), r.Engine, client, r.Runs, r.Duration)
+	fmt.Fprintf(w, "zbstream bench, %s, %s%s\nengine %s, zbstream client %s; %d interleaved rounds of %s per client and cell\n"+
+		"(zbstream and raw alternating which goes first); rates: the median round; ratio: the median of the rounds'\n"+
+		"zbstream/raw ratios, with their spread: min and max over the rounds; MB = 10^6 bytes\n\n",
+		r.Date.Format("2006-01-02 15:04 MST"), r.Machine, loadNote(r.Load), r.Engine, client, r.Rounds, r.Duration)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "size\tmode\tzbstream records/s\tzbstream MB/s\traw records/s\traw MB/s\tratio\t")
+	fmt.Fprintln(tw, "size\tmode\tzbstream records/s\tzbstream MB/s\traw records/s\traw MB/s\tratio\tratio min\tratio max\t")
 	for _, c := range r.Cells {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%.0f\t%s\t%.3f\t\n",
-			sizeLabel(c.Size), c.Mode(), c.Zbstream, mbString(c.MBps(c.Zbstream)), c.Raw, mbString(c.MBps(c.Raw)), c.Ratio())
+		zb, raw, ratio := c.Zbstream(), c.Raw(), c.Ratio()
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%s\t%.0f\t%s\t%.3f\t%.3f\t%.3f\t\n",
+			sizeLabel(c.Size), c.Mode(), zb.Median, mbString(c.MBps(zb.Median)), raw.Median, mbString(c.MBps(raw.Median)),
+			ratio.Median, ratio.Min, ratio.Max)
 	}
 	tw.Flush()
 }
@@ -59,10 +66,12 @@ func writeBenchCSV(w io.Writer, r benchResult) error {
 	}
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
 	for _, c := range r.Cells {
+		zb, raw, ratio := c.Zbstream(), c.Raw(), c.Ratio()
 		row := []string{
-			strconv.Itoa(c.Size), c.Mode(), strconv.Itoa(c.Batch),
-			f(c.Zbstream, 0), f(c.MBps(c.Zbstream), 3),
-			f(c.Raw, 0), f(c.MBps(c.Raw), 3), f(c.Ratio(), 4),
+			strconv.Itoa(c.Size), c.Mode(), strconv.Itoa(c.Batch), strconv.Itoa(len(c.ZbRates)),
+			f(zb.Median, 0), f(zb.Min, 0), f(zb.Max, 0), f(c.MBps(zb.Median), 3),
+			f(raw.Median, 0), f(raw.Min, 0), f(raw.Max, 0), f(c.MBps(raw.Median), 3),
+			f(ratio.Median, 4), f(ratio.Min, 4), f(ratio.Max, 4),
 		}
 		if err := cw.Write(row); err != nil {
 			return err

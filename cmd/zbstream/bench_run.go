@@ -5,19 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
-
 	"github.com/zbstream/zbstream"
-	"github.com/zbstream/zbstream/grpcio"
-	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/internal/rawclient"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -35,35 +29,6 @@ func benchRecord(size int) []byte {
 	return rec
 }
 
-// benchCell is one line of the table: a record size and a mode.
-type benchCell struct {
-	Size  int // bytes per record
-	Batch int // records per call
-	// Best records/s of each client over the runs.
-	Zbstream, Raw float64
-}
-
-// Mode names the cell's mode as the table shows it.
-func (c benchCell) Mode() string {
-	if c.Batch == 1 {
-		return "single"
-	}
-	return fmt.Sprintf("batch %d", c.Batch)
-}
-
-// MBps converts records/s to MB/s (10^6 bytes) at the cell's record size.
-func (c benchCell) MBps(recordsPerSec float64) float64 {
-	return recordsPerSec * float64(c.Size) / 1e6
-}
-
-// Ratio is zbstream over raw.
-func (c benchCell) Ratio() float64 {
-	if c.Raw == 0 {
-		return 0
-	}
-	return c.Zbstream / c.Raw
-}
-
 // benchResult is a whole table run.
 type benchResult struct {
 	Cells    []benchCell
@@ -71,7 +36,7 @@ type benchResult struct {
 	Machine  string // cores, CPU, OS/arch, Go version
 	Engine   string
 	Duration time.Duration
-	Runs     int
+	Rounds   int
 	Load     string // the 1-minute load average when the run started, or ""
 	NoCopy   bool   // the client ran with WithNoCopy
 }
@@ -127,7 +92,7 @@ func benchServer(engine string) (*server.Server, string, func(), error) {
 
 // benchTableRun measures every cell and prints, and writes, the table.
 func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
-	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Runs: cfg.runs, Load: loadAverage(), NoCopy: cfg.noCopy}
+	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Rounds: cfg.rounds, Load: loadAverage(), NoCopy: cfg.noCopy}
 	if cfg.endpoint != "" {
 		res.Engine = "external " + cfg.endpoint
 	}
@@ -136,59 +101,35 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 		modes = append(modes, cfg.batch)
 	}
 	cells := len(cfg.sizes) * len(modes)
-	total := time.Duration(cells*2) * (time.Duration(cfg.runs)*cfg.duration + max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond)))
-	fmt.Fprintf(stderr, "zbstream bench: %d cells x (a warm-up + %d runs) x 2 clients x %s: about %s\n",
-		cells, cfg.runs, cfg.duration, total.Round(time.Second))
+	total := time.Duration(cells*2) * (time.Duration(cfg.rounds)*cfg.duration + max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond)))
+	fmt.Fprintf(stderr, "zbstream bench: %d cells x (a warm-up + %d rounds) x 2 clients x %s: about %s\n",
+		cells, cfg.rounds, cfg.duration, total.Round(time.Second))
+	var logf func(int, bool, benchMeasure, time.Duration)
+	if cfg.verbose {
+		logf = func(round int, zb bool, m benchMeasure, took time.Duration) {
+			name, what := "raw", fmt.Sprintf("round %d", round+1)
+			if zb {
+				name = "zbstream"
+			}
+			if round < 0 {
+				what = "warm-up"
+			}
+			fmt.Fprintf(stderr, "    %-8s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
+				what, name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate())
+		}
+	}
 	for _, size := range cfg.sizes {
 		for _, batch := range modes {
-			cell := benchCell{Size: size, Batch: batch}
-			// A short warm-up of each client, stopped by the clock (see
-			// benchStop), estimates its rate; it is not counted. Each run
-			// then makes as many calls as the best rate so far makes in
-			// the duration, like testing.B's b.N, so that it lasts about
-			// the duration until its last ack however much a client
-			// buffers, and runs of both clients are alike in length.
-			est := map[bool]float64{}
-			for run := -1; run < cfg.runs; run++ {
-				// Interleaved, the first client alternating, so that both
-				// see the same conditions on a noisy machine.
-				order := []bool{run%2 == 0, run%2 != 0} // true: zbstream
-				for _, zb := range order {
-					var calls int64
-					d := cfg.duration
-					if run < 0 {
-						d = max(cfg.duration/4, min(cfg.duration, 100*time.Millisecond))
-					} else {
-						calls = max(int64(est[zb]*cfg.duration.Seconds()/float64(batch)), 1)
-					}
-					t0 := time.Now()
-					m, err := benchOne(ctx, cfg, zb, size, batch, calls, d)
-					if err != nil {
-						return err
-					}
-					est[zb] = max(est[zb], m.rate())
-					if cfg.verbose {
-						name, what := "raw", fmt.Sprintf("run %d", run+1)
-						if zb {
-							name = "zbstream"
-						}
-						if run < 0 {
-							what = "warm-up"
-						}
-						fmt.Fprintf(stderr, "    %-7s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
-							what, name, m.records, m.elapsed.Seconds(), time.Since(t0).Seconds(), m.rate())
-					}
-					switch {
-					case run < 0:
-					case zb:
-						cell.Zbstream = max(cell.Zbstream, m.rate())
-					default:
-						cell.Raw = max(cell.Raw, m.rate())
-					}
-				}
+			measure := func(zb bool, calls int64, d time.Duration) (benchMeasure, error) {
+				return benchOne(ctx, cfg, zb, size, batch, calls, d)
 			}
-			fmt.Fprintf(stderr, "  %-8s %-10s zbstream %12.0f records/s  raw %12.0f records/s  ratio %.3f\n",
-				sizeLabel(size), cell.Mode(), cell.Zbstream, cell.Raw, cell.Ratio())
+			cell, err := measureCell(benchCell{Size: size, Batch: batch}, cfg.rounds, cfg.duration, measure, logf)
+			if err != nil {
+				return err
+			}
+			r := cell.Ratio()
+			fmt.Fprintf(stderr, "  %-8s %-10s zbstream %12.0f records/s  raw %12.0f records/s  ratio %.3f (%.3f-%.3f)\n",
+				sizeLabel(size), cell.Mode(), cell.Zbstream().Median, cell.Raw().Median, r.Median, r.Min, r.Max)
 			res.Cells = append(res.Cells, cell)
 		}
 	}
@@ -290,100 +231,42 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
 }
 
-// benchRaw is the ceiling: a persistent stream driven by hand with the
-// generated gRPC client over the same kind of connection, sending the same
-// messages (one reused message, offsets counted up) with no window, no
-// validation and no retry, n calls (or for about d), and reading the acks on
-// another goroutine until the last one.
+// benchRaw is the ceiling: the shared raw gRPC client (internal/rawclient),
+// dialed as zbstream dials, sending the same messages with no window, no
+// validation and no retry, n calls (or for about d), its acks read on
+// another goroutine, until the last one.
 func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
-	cc, err := grpcio.Dial(t.endpoint, grpcio.DialOptions{})
-	if err != nil {
-		return benchMeasure{}, clientErr(err)
-	}
-	defer cc.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	md := []string{grpcio.HeaderTable, t.table}
-	if t.token != "" {
-		md = append(md, grpcio.HeaderAuthorization, "Bearer "+t.token)
-	}
-	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(metadata.AppendToOutgoingContext(ctx, md...))
+	st, err := rawclient.Open(ctx, rawclient.Config{Endpoint: t.endpoint, Token: t.token, Table: t.table,
+		RequestID: randomHex(16), Record: benchRecord(size), Batch: batch})
 	if err != nil {
 		return benchMeasure{}, rawErr(err)
 	}
-	table, rt, id := t.table, ingestpb.RecordType_JSON, randomHex(16)
-	err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
-		CreateStream: &ingestpb.CreatePersistentStreamRequest{
-			CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: &table, RecordType: &rt},
-			ClientRequestId: &id,
-		}}})
-	if err != nil {
-		return benchMeasure{}, rawErr(err)
-	}
-	if _, err := st.Recv(); err != nil {
-		return benchMeasure{}, rawErr(err)
-	}
-	rec := string(benchRecord(size))
-	recs := make([]string, batch)
-	for i := range recs {
-		recs[i] = rec
-	}
-	var off int64
-	msg := &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecord{
-		IngestRecord: &ingestpb.IngestRecordRequest{OffsetId: &off, Record: &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: rec}}}}
-	if batch > 1 {
-		msg = &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecordBatch{
-			IngestRecordBatch: &ingestpb.IngestRecordBatchRequest{OffsetId: &off, Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{
-				JsonBatch: &ingestpb.JsonRecordBatch{Records: recs}}}}}
-	}
-
-	// The reader keeps the highest ack; once the sender has set last, the
-	// ack that reaches it wakes the sender. Both sides check, so the
-	// wake-up is never lost.
-	var acked, last atomic.Int64
-	acked.Store(-1)
-	last.Store(math.MaxInt64)
-	reached := make(chan struct{}, 1)
-	readErr := make(chan error, 1)
-	go func() { readErr <- rawAcks(st, &acked, &last, reached) }()
-
+	defer st.Close()
+	st.StartReader()
 	every := checkEvery(batch)
 	start := time.Now()
 	deadline, hardStop := start.Add(d), start.Add(d+d/4)
-	var calls int64
 	for {
-		off = calls
-		if err := st.SendMsg(msg); err != nil {
-			cancel()
-			<-readErr
+		if err := st.Send(); err != nil {
 			return benchMeasure{}, rawErr(err)
 		}
-		calls++
+		calls := st.Sent()
 		if n > 0 {
 			// n calls, unless the machine slows down: then for 1.25 d.
 			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
-		} else if calls%every == 0 && benchStop(start, deadline, calls, acked.Load()+1) {
+		} else if calls%every == 0 && benchStop(start, deadline, calls, st.Acked()+1) {
 			break
 		}
 	}
-	last.Store(calls - 1)
-	if acked.Load() < calls-1 {
-		select {
-		case <-reached:
-		case err := <-readErr:
-			return benchMeasure{}, rawErr(fmt.Errorf("the stream ended before the last ack: %w", err))
-		case <-ctx.Done():
-			<-readErr
+	if err := st.WaitAcked(ctx, st.Sent()-1); err != nil {
+		if ctx.Err() != nil {
 			return benchMeasure{}, ctx.Err()
 		}
+		return benchMeasure{}, rawErr(err)
 	}
-	elapsed := time.Since(start)
-	_ = st.CloseSend()
-	cancel()
-	<-readErr
-	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
+	return benchMeasure{records: st.Sent() * int64(batch), elapsed: time.Since(start)}, nil
 }
 
 // checkEvery is how many calls a client makes between two looks at the
@@ -411,29 +294,6 @@ func benchStop(start, deadline time.Time, sent, acked int64) bool {
 	rate := float64(acked) / now.Sub(start).Seconds() // calls per second
 	drain := time.Duration(float64(sent-acked) / rate * float64(time.Second))
 	return !now.Add(drain).Before(deadline)
-}
-
-// rawAcks reads the raw stream's responses until it ends.
-func rawAcks(st grpc.BidiStreamingClient[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse],
-	acked, last *atomic.Int64, reached chan<- struct{}) error {
-	var resp ingestpb.PersistentStreamResponse
-	for {
-		if err := st.RecvMsg(&resp); err != nil {
-			return err
-		}
-		a := resp.GetIngestRecordResponse()
-		if a == nil {
-			continue
-		}
-		o := a.GetDurabilityAckUpToOffset()
-		acked.Store(o)
-		if o >= last.Load() {
-			select {
-			case reached <- struct{}{}:
-			default:
-			}
-		}
-	}
 }
 
 // rawErr gives an error of the raw stream an exit code.

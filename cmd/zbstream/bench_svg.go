@@ -34,8 +34,9 @@ type svgPanel struct {
 // writeBenchSVG draws the table as grouped bars, one group per size and
 // mode, zbstream beside the raw ceiling: records/s in the upper panel and
 // MB/s in the lower one, both on log scales (the sizes span three orders of
-// magnitude), every bar labelled with its value and every group with the
-// ratio.
+// magnitude). Each bar is a client's median round, labelled with its
+// value, with a whisker from its slowest to its fastest round; each group
+// is labelled with the median ratio and its range over the rounds.
 func writeBenchSVG(w io.Writer, r benchResult) error {
 	panels := []svgPanel{
 		{"Records per second", "records/s", func(_ benchCell, x float64) float64 { return x }},
@@ -53,8 +54,8 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 	p(`<text x="%d" y="54" font-size="13">%s</text>`+"\n", svgLeft,
 		esc(fmt.Sprintf("%s · %s%s", r.Date.Format("2006-01-02"), r.Machine, loadNote(r.Load))))
 	p(`<text x="%d" y="72" font-size="13">%s</text>`+"\n", svgLeft,
-		esc(fmt.Sprintf("best of %d runs of %s per client and cell, interleaved; persistent stream, JSON records, one per call or in batches",
-			r.Runs, r.Duration)))
+		esc(fmt.Sprintf("median of %d interleaved rounds of %s per client and cell, whiskers min to max; persistent stream, JSON records, one per call or in batches",
+			r.Rounds, r.Duration)))
 	// Legend.
 	p(`<g class="legend" font-size="13">`)
 	p(`<rect x="%d" y="90" width="14" height="14" fill="%s"/><text x="%d" y="102">zbstream (until the last record is acknowledged)</text>`,
@@ -69,7 +70,8 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 		top := float64(svgTop + i*(svgPanelH+svgPanelGap))
 		var lo, hi float64 = math.Inf(1), 0
 		for _, c := range r.Cells {
-			for _, x := range []float64{pn.value(c, c.Zbstream), pn.value(c, c.Raw)} {
+			zb, raw := c.Zbstream(), c.Raw()
+			for _, x := range []float64{pn.value(c, zb.Min), pn.value(c, zb.Max), pn.value(c, raw.Min), pn.value(c, raw.Max)} {
 				if x > 0 {
 					lo, hi = math.Min(lo, x), math.Max(hi, x)
 				}
@@ -108,32 +110,46 @@ func writeBenchSVG(w io.Writer, r benchResult) error {
 			cx := float64(svgLeft) + gw*(float64(j)+0.5)
 			for k, s := range []struct {
 				class, colour, name string
-				v                   float64
+				v                   spread
 			}{
-				{"bar zbstream", svgColourZB, "zbstream", pn.value(c, c.Zbstream)},
-				{"bar raw", svgColourRaw, "raw gRPC", pn.value(c, c.Raw)},
+				{"zbstream", svgColourZB, "zbstream", c.Zbstream()},
+				{"raw", svgColourRaw, "raw gRPC", c.Raw()},
 			} {
 				x := cx - bw - 2 + float64(k)*(bw+4)
-				by := y(s.v)
-				p(`<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
+				v, lo, hi := pn.value(c, s.v.Median), pn.value(c, s.v.Min), pn.value(c, s.v.Max)
+				by := y(v)
+				p(`<rect class="bar %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 					s.class, x, by, bw, top+svgPanelH-by, s.colour,
-					esc(fmt.Sprintf("%s %s, %s: %s %s", sizeLabel(c.Size), c.Mode(), s.name, compact(s.v), pn.unit)))
-				p(`<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>`+"\n", x+bw/2, by-4, compact(s.v))
+					esc(fmt.Sprintf("%s %s, %s: median %s %s, rounds %s to %s", sizeLabel(c.Size), c.Mode(), s.name, compact(v), pn.unit, compact(lo), compact(hi))))
+				svgWhisker(p, "whisker "+s.class, x+bw/2, y(lo), y(hi), bw/4)
+				p(`<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle">%s</text>`+"\n", x+bw/2, math.Min(by, y(hi))-4, compact(v))
 			}
 			// Group labels: size, mode and ratio.
 			ly := top + svgPanelH
 			p(`<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" font-weight="bold">%s</text>`, cx, ly+18, esc(sizeLabel(c.Size)))
 			p(`<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle">%s</text>`, cx, ly+33, esc(c.Mode()))
-			p(`<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" fill="%s">%s</text>`+"\n", cx, ly+49, svgColourZB,
-				fmt.Sprintf("%.2f×", c.Ratio()))
+			ratio := c.Ratio()
+			p(`<text x="%.1f" y="%.1f" font-size="12" text-anchor="middle" fill="%s">%s</text>`, cx, ly+49, svgColourZB,
+				fmt.Sprintf("%.2f×", ratio.Median))
+			p(`<text x="%.1f" y="%.1f" font-size="10" text-anchor="middle" fill="%s">%s</text>`+"\n", cx, ly+63, svgColourZB,
+				fmt.Sprintf("%.2f–%.2f", ratio.Min, ratio.Max))
 		}
 		p("</g>\n")
 	}
-	p(`<text x="%d" y="%d" font-size="11">ratio: zbstream / raw gRPC records per second. Reproduce: go run ./cmd/zbstream bench -csv docs/bench.csv -svg docs/bench.svg</text>`+"\n",
+	p(`<text x="%d" y="%d" font-size="11">ratio: median of the rounds' zbstream / raw gRPC records per second, and its range. Reproduce: go run ./cmd/zbstream bench -csv docs/bench.csv -svg docs/bench.svg</text>`+"\n",
 		svgLeft, height-16)
 	p("</svg>\n")
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// svgWhisker draws a vertical line at x from y0 to y1 with caps half w
+// wide: a bar's range over the rounds.
+func svgWhisker(p func(string, ...any), class string, x, y0, y1, w float64) {
+	p(`<g class="%s" stroke="%s" stroke-width="1.2">`, class, svgColourText)
+	p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x, y0, x, y1)
+	p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, x-w, y0, x+w, y0)
+	p(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`, x-w, y1, x+w, y1)
 }
 
 // engineLabel names the server measured against in the chart's title.

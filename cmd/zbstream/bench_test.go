@@ -29,7 +29,7 @@ func benchRun(t *testing.T, args ...string) (int, string, string) {
 func TestBenchTableCSVSVG(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, svgPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.svg")
-	code, out, errs := benchRun(t, "-sizes", "20", "-duration", "50ms", "-runs", "1", "-batch", "10",
+	code, out, errs := benchRun(t, "-sizes", "20", "-duration", "50ms", "-rounds", "2", "-batch", "10",
 		"-csv", csvPath, "-svg", svgPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
@@ -47,7 +47,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1K", "-batch", "1", "-duration", "30ms", "-runs", "2")
+	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1K", "-batch", "1", "-duration", "30ms", "-rounds", "2")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -61,7 +61,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 func TestBenchMemoryEngine(t *testing.T) {
 	dir := t.TempDir()
 	svgPath := filepath.Join(dir, "b.svg")
-	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-runs", "1", "-svg", svgPath)
+	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-rounds", "1", "-svg", svgPath)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -70,10 +70,11 @@ func TestBenchMemoryEngine(t *testing.T) {
 }
 
 // checkBenchTable checks that the table has exactly the rows named by
-// their size and mode, each with five numbers.
+// their size and mode, each with seven numbers: each client's records/s
+// and MB/s, and the ratio with its min and max.
 func checkBenchTable(t *testing.T, out string, want []string) {
 	t.Helper()
-	_, table, ok := strings.Cut(out, "ratio\n")
+	_, table, ok := strings.Cut(out, "ratio max\n")
 	if !ok {
 		t.Fatalf("no table header in:\n%s", out)
 	}
@@ -83,18 +84,18 @@ func checkBenchTable(t *testing.T, out string, want []string) {
 		if len(f) == 0 || f[0] == "wrote" {
 			continue
 		}
-		if len(f) < 7 {
+		if len(f) < 9 {
 			t.Errorf("short row %q", line)
 			continue
 		}
 		// records/s and ratios are positive; MB/s of tiny records at a
 		// slow rate may round to zero.
-		for i, n := range f[len(f)-5:] {
-			if x, err := strconv.ParseFloat(n, 64); err != nil || x < 0 || (x == 0 && i%2 == 0) {
+		for i, n := range f[len(f)-7:] {
+			if x, err := strconv.ParseFloat(n, 64); err != nil || x < 0 || (x == 0 && (i%2 == 0 || i > 3)) {
 				t.Errorf("row %q: %q is not a positive number", line, n)
 			}
 		}
-		got = append(got, strings.Join(f[:len(f)-5], " "))
+		got = append(got, strings.Join(f[:len(f)-7], " "))
 	}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("rows %q, want %q\n%s", got, want, out)
@@ -112,7 +113,10 @@ func checkBenchCSV(t *testing.T, path string, want [][2]string) {
 	if err != nil {
 		t.Fatalf("CSV: %v", err)
 	}
-	wantHeader := "size_bytes,mode,records_per_call,zbstream_records_per_s,zbstream_mb_per_s,raw_records_per_s,raw_mb_per_s,ratio"
+	wantHeader := "size_bytes,mode,records_per_call,rounds," +
+		"zbstream_records_per_s_median,zbstream_records_per_s_min,zbstream_records_per_s_max,zbstream_mb_per_s_median," +
+		"raw_records_per_s_median,raw_records_per_s_min,raw_records_per_s_max,raw_mb_per_s_median," +
+		"ratio_median,ratio_min,ratio_max"
 	if len(rows) == 0 || strings.Join(rows[0], ",") != wantHeader {
 		t.Fatalf("CSV header %q, want %q", rows[:min(len(rows), 1)], wantHeader)
 	}
@@ -124,21 +128,23 @@ func checkBenchCSV(t *testing.T, path string, want [][2]string) {
 			t.Errorf("CSV row %d: %q, want size %s mode %s", i+1, r, want[i][0], want[i][1])
 		}
 		for j, v := range r[3:] {
-			if x, err := strconv.ParseFloat(v, 64); err != nil || x < 0 || (x == 0 && j%2 == 0) {
+			// MB/s of tiny records at a slow rate may round to zero.
+			if x, err := strconv.ParseFloat(v, 64); err != nil || x < 0 || (x == 0 && j != 4 && j != 8) {
 				t.Errorf("CSV row %d: %q is not a positive number", i+1, v)
 			}
 		}
 		size, _ := strconv.ParseFloat(r[0], 64)
-		recs, _ := strconv.ParseFloat(r[3], 64)
-		mb, _ := strconv.ParseFloat(r[4], 64)
+		recs, _ := strconv.ParseFloat(r[4], 64)
+		mb, _ := strconv.ParseFloat(r[7], 64)
 		if d := recs*size/1e6 - mb; d > 0.01 || d < -0.01 {
 			t.Errorf("CSV row %d: %v records/s of %v B is not %v MB/s", i+1, recs, size, mb)
 		}
 	}
 }
 
-// checkBenchSVG decodes the chart as XML and counts the bars: one per
-// series (zbstream, raw) per cell in each of the two panels.
+// checkBenchSVG decodes the chart as XML and counts the bars and their
+// whiskers: one per series (zbstream, raw) per cell in each of the two
+// panels.
 func checkBenchSVG(t *testing.T, path string, cells int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -146,7 +152,7 @@ func checkBenchSVG(t *testing.T, path string, cells int) {
 		t.Fatal(err)
 	}
 	bars := countSVGBars(t, b)
-	for _, series := range []string{"bar zbstream", "bar raw"} {
+	for _, series := range []string{"bar zbstream", "bar raw", "whisker zbstream", "whisker raw"} {
 		if bars[series] != 2*cells {
 			t.Errorf("%d %q rects, want %d (2 panels of %d cells)", bars[series], series, 2*cells, cells)
 		}
@@ -176,6 +182,13 @@ func countSVGBars(t *testing.T, b []byte) map[string]int {
 				t.Errorf("root namespace %q", se.Name.Space)
 			}
 		}
+		if se.Name.Local == "g" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && strings.HasPrefix(a.Value, "whisker ") {
+					bars[a.Value]++
+				}
+			}
+		}
 		if se.Name.Local != "rect" {
 			continue
 		}
@@ -202,17 +215,18 @@ func countSVGBars(t *testing.T, b []byte) map[string]int {
 // equal rates, and text that needs escaping.
 func TestBenchSVGEdgeCases(t *testing.T) {
 	r := benchResult{
-		Cells:   []benchCell{{Size: 20, Batch: 1}, {Size: 10240, Batch: 100, Zbstream: 1000, Raw: 1000}, {Size: 220, Batch: 1, Zbstream: 5}},
+		Cells: []benchCell{{Size: 20, Batch: 1}, {Size: 10240, Batch: 100, ZbRates: []float64{1000}, RawRates: []float64{1000}},
+			{Size: 220, Batch: 1, ZbRates: []float64{5, 0}, RawRates: []float64{0, 0}}},
 		Date:    time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
-		Machine: `2 cores (<"A&B">)`, Engine: "external http://x?a=1&b=2", Duration: time.Second, Runs: 1,
+		Machine: `2 cores (<"A&B">)`, Engine: "external http://x?a=1&b=2", Duration: time.Second, Rounds: 1,
 	}
 	var b bytes.Buffer
 	if err := writeBenchSVG(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	bars := countSVGBars(t, b.Bytes())
-	if bars["bar zbstream"] != 6 || bars["bar raw"] != 6 {
-		t.Errorf("bars %v, want 6 of each", bars)
+	if bars["bar zbstream"] != 6 || bars["bar raw"] != 6 || bars["whisker zbstream"] != 6 || bars["whisker raw"] != 6 {
+		t.Errorf("bars and whiskers %v, want 6 of each", bars)
 	}
 }
 
@@ -222,8 +236,9 @@ func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-nope"},
 		{"stray"},
-		{"-runs", "0"},
-		{"-runs", "x"},
+		{"-runs", "3"}, // replaced by -rounds
+		{"-rounds", "x"},
+		{"-rounds", "1001"},
 		{"-duration", "0s"},
 		{"-duration", "soon"},
 		{"-batch", "0"},
