@@ -1,4 +1,4 @@
-package zbstream_test
+package e2e_test
 
 import (
 	"context"
