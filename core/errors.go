@@ -32,7 +32,7 @@ func Errorf(format string, a ...any) error {
 	tree := fmt.Errorf(format, a...)
 	shown := make([]any, len(a))
 	for i, x := range a {
-		if err, ok := x.(error); ok && err != nil {
+		if err, ok := x.(error); ok { // never nil: a nil x is no error
 			x = Unprefixed(err)
 		}
 		shown[i] = x
