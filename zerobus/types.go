@@ -15,7 +15,7 @@ const (
 	// of the message TableProperties.DescriptorProto describes.
 	RecordTypeProto RecordType = 1
 	// RecordTypeJson records are JSON objects (string).
-	RecordTypeJson RecordType = 2 //nolint:revive // the official name
+	RecordTypeJson RecordType = 2
 )
 
 // StreamConfigurationOptions configures a stream. A nil
