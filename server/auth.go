@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -36,20 +39,87 @@ func (p Principal) CanWrite(table string) bool {
 }
 
 // Auth maps bearer tokens to principals. A nil *Auth is open mode: no token
-// is required and everybody may write every table.
+// is required and everybody may write every table. An Auth is safe for
+// concurrent use: AddToken may add tokens while the server runs (the OAuth
+// token endpoint, TokenEndpoint, does).
 type Auth struct {
-	tokens map[string]Principal
+	mu     sync.RWMutex
+	tokens map[string]authEntry
+	now    func() time.Time // time.Now; tests replace it
 }
 
-// NewAuth returns an Auth accepting exactly the given tokens. The map is
-// copied.
+// authEntry is one accepted token: its principal and, for a token added
+// with an expiry, when it stops being accepted (zero: never).
+type authEntry struct {
+	p       Principal
+	expires time.Time
+}
+
+// NewAuth returns an Auth accepting exactly the given tokens (more can be
+// added later with AddToken). The map is copied.
 func NewAuth(tokens map[string]Principal) *Auth {
-	a := &Auth{tokens: make(map[string]Principal, len(tokens))}
+	a := &Auth{tokens: make(map[string]authEntry, len(tokens)), now: time.Now}
 	for tok, p := range maps.All(tokens) {
 		p.Tables = slices.Clone(p.Tables)
-		a.tokens[tok] = p
+		a.tokens[tok] = authEntry{p: p}
 	}
 	return a
+}
+
+// ErrTokenExists is returned by AddToken for a token the Auth already
+// accepts.
+var ErrTokenExists = errors.New("server: the token is already accepted")
+
+// AddToken makes the Auth accept token for principal p from now on, on new
+// calls (a call already authenticated is not affected), until expires (the
+// zero time: for good). A token it already accepts is refused with
+// ErrTokenExists and changes nothing; an empty token, a principal without
+// a name or an expiry already past is an error too. Tokens past their
+// expiry are dropped as new ones are added, so a token endpoint that mints
+// one per request keeps the Auth bounded by its rate and the lifetime.
+// The token never appears in an error or a log line.
+func (a *Auth) AddToken(token string, p Principal, expires time.Time) error {
+	switch {
+	case a == nil:
+		return errors.New("server: AddToken on a nil (open mode) Auth")
+	case strings.TrimSpace(token) != token || token == "" || strings.ContainsAny(token, " \t\r\n"):
+		return errors.New("server: a token must be non-empty, without white space")
+	case p.Name == "":
+		return errors.New("server: the principal needs a name")
+	}
+	now := a.now()
+	if !expires.IsZero() && !expires.After(now) {
+		return errors.New("server: the token's expiry is already past")
+	}
+	p.Tables = slices.Clone(p.Tables)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.tokens[token]; ok && !e.expired(now) {
+		return ErrTokenExists
+	}
+	maps.DeleteFunc(a.tokens, func(_ string, e authEntry) bool { return e.expired(now) })
+	a.tokens[token] = authEntry{p: p, expires: expires}
+	return nil
+}
+
+// expired reports whether the entry has an expiry at or before now.
+func (e authEntry) expired(now time.Time) bool {
+	return !e.expires.IsZero() && !now.Before(e.expires)
+}
+
+// lookup returns the principal of an accepted token; an expired token is
+// reported apart, so that the caller can say so.
+func (a *Auth) lookup(token string) (p Principal, ok, expired bool) {
+	a.mu.RLock()
+	e, ok := a.tokens[token]
+	a.mu.RUnlock()
+	if !ok {
+		return Principal{}, false, false
+	}
+	if e.expired(a.now()) {
+		return Principal{}, false, true
+	}
+	return e.p, true, false
 }
 
 // openPrincipal is the identity of every caller in open mode.
@@ -73,8 +143,11 @@ func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
 	if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
 		return Principal{}, status.Error(codes.Unauthenticated, "malformed authorization metadata (want \"Bearer <token>\")")
 	}
-	p, ok := a.tokens[strings.TrimSpace(tok)]
-	if !ok {
+	p, ok, expired := a.lookup(strings.TrimSpace(tok))
+	switch {
+	case expired:
+		return Principal{}, status.Error(codes.Unauthenticated, "expired bearer token")
+	case !ok:
 		return Principal{}, status.Error(codes.Unauthenticated, "unknown bearer token")
 	}
 	return p, nil

@@ -49,13 +49,25 @@ Admin endpoint (for "zbstream streams"): read-only JSON over HTTP on -admin
 (default ` + defaultAdminAddr + `, "off" to disable): GET /v1/streams,
 /v1/streams/{id}, /v1/streams/{id}/records?from=OFFSET&limit=N. With tokens,
 it wants "Authorization: Bearer TOKEN" and shows a principal only its own
-streams. It speaks TLS when the server does.`
+streams. It speaks TLS when the server does.
+
+OAuth (programs written for the official SDKs, with no workspace): each
+-oauth CLIENT_ID:SECRET[:table,...] adds a service principal, and the admin
+address then also serves the workspace's token endpoint, POST
+/oidc/v1/token (client credentials, HTTP Basic), printed as "workspace:".
+Pass that URL as the workspace (Unity Catalog) URL and the endpoint as the
+Zerobus endpoint. A token is scoped to the tables its request names in
+authorization_details (without a table list the client may ask for any;
+a secret containing ':' needs the list, "*" for all) and the server accepts
+it for those tables only, for an hour. The admin API itself takes only
+-token tokens.`
 
 // serveConfig is what the serve flags say.
 type serveConfig struct {
 	addr, admin      string
 	data, engine     string
 	tokens           tokenSpecs
+	oauth            tokenSpecs
 	tokensFile       string
 	open             bool
 	tlsCert, tlsKey  string
@@ -74,6 +86,7 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.StringVar(&c.data, "data", defaultDataDir(), "`directory` of the bolt engine's database (created if missing)")
 	fs.StringVar(&c.engine, "engine", "bolt", "storage `engine`: bolt (durable), memory (lost at exit) or ackonly (stores nothing, for benchmarks)")
 	fs.Var(&c.tokens, "token", "add a principal: `name:TOKEN:table[,table...]`, tables catalog.schema.table or \"*\" (all); repeatable")
+	fs.Var(&c.oauth, "oauth", "add an OAuth client for the token endpoint on -admin: `CLIENT_ID:SECRET[:table,...]`; repeatable")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "`file` of token specs, one a line (# comments), kept out of the process list")
 	fs.BoolVar(&c.open, "open", false, "open mode (no credentials) even on an address other than loopback")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with -tls-key the server speaks TLS")
@@ -117,7 +130,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	auth, tokens, err := c.check()
+	auth, tokens, clients, err := c.check()
 	if err != nil {
 		return err
 	}
@@ -173,7 +186,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	if tlsConf == nil && len(tokens) > 0 {
+	if tlsConf == nil && (len(tokens) > 0 || len(clients) > 0) {
 		for _, a := range []string{c.addr, c.admin} {
 			if a != "off" && a != "" && !isLoopbackAddr(a) {
 				log.Warn("bearer tokens travel in plaintext on a non-loopback address: use -tls-cert/-tls-key", "addr", a)
@@ -181,7 +194,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	log.Info("zbstream server listening", "addr", lis.Addr().String(), "engine", c.engine, "data", dataLog(c),
-		"tls", tlsConf != nil, "auth", authLog(tokens), "strict_duplicates", opts.StrictDuplicates,
+		"tls", tlsConf != nil, "auth", authLog(tokens, clients), "strict_duplicates", opts.StrictDuplicates,
 		"rotate", opts.SessionAge)
 	fmt.Fprintf(stdout, "endpoint: %s://%s\n", scheme, lis.Addr())
 
@@ -191,8 +204,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	wg.Go(func() { errc <- srv.Serve(lis) })
 	var admin *http.Server
 	if adminLis != nil {
+		handler := newAdminHandler(srv.Store(), tokens, log)
+		if len(clients) > 0 {
+			ep, err := server.NewTokenEndpoint(auth, clients, server.TokenEndpointOptions{Logger: log})
+			if err != nil {
+				return err
+			}
+			mux := http.NewServeMux()
+			mux.Handle(server.TokenPath, ep)
+			if len(tokens) == 0 {
+				// Without -token the admin API would be open while the
+				// gRPC server is not: refuse it instead.
+				handler = adminWithoutTokens{}
+			}
+			mux.Handle("/", handler)
+			handler = mux
+		}
 		admin = &http.Server{
-			Handler:           newAdminHandler(srv.Store(), tokens, log),
+			Handler:           handler,
 			ReadHeaderTimeout: adminReadTimeouts,
 			ReadTimeout:       adminReadTimeouts,
 			IdleTimeout:       time.Minute,
@@ -204,6 +233,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		log.Info("admin endpoint listening", "addr", adminLis.Addr().String())
 		fmt.Fprintf(stdout, "admin: %s://%s\n", scheme, adminLis.Addr())
+		if len(clients) > 0 {
+			log.Info("OAuth token endpoint", "url", fmt.Sprintf("%s://%s%s", scheme, adminLis.Addr(), server.TokenPath), "clients", len(clients))
+			fmt.Fprintf(stdout, "workspace: %s://%s\n", scheme, adminLis.Addr())
+		}
 		wg.Go(func() {
 			if err := admin.Serve(adminLis); !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("admin endpoint: %w", err)
@@ -252,8 +285,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// check validates the flags together and builds the authentication.
-func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
+// check validates the flags together and builds the authentication: the
+// Auth, the static tokens and the OAuth clients.
+func (c *serveConfig) check() (*server.Auth, tokenTable, []server.OAuthClient, error) {
+	auth, tokens, err := c.checkTokens()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clients, err := buildOAuth(c.oauth)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(clients) == 0 {
+		return auth, tokens, nil, nil
+	}
+	switch {
+	case c.open:
+		return nil, nil, nil, usageErr("-open and -oauth exclude each other")
+	case c.admin == "off" || c.admin == "":
+		return nil, nil, nil, usageErr("-oauth serves the token endpoint on the admin address: it needs -admin")
+	}
+	if auth == nil {
+		auth = server.NewAuth(nil)
+	}
+	return auth, tokens, clients, nil
+}
+
+// checkTokens validates the flags other than -oauth and builds the
+// authentication of the static tokens.
+func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 	switch c.engine {
 	case "bolt":
 		if c.data == "" {
@@ -297,7 +357,7 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
 		}
 		return server.NewAuth(tokens), tokens, nil
 	}
-	if !c.open {
+	if !c.open && len(c.oauth) == 0 {
 		for _, a := range []struct{ flag, addr string }{{"-addr", c.addr}, {"-admin", c.admin}} {
 			if a.addr != "off" && a.addr != "" && !isLoopbackAddr(a.addr) {
 				return nil, nil, usageErr("no -token: open mode on %s %s (not loopback) needs -open", a.flag, a.addr)
@@ -305,6 +365,15 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, error) {
 		}
 	}
 	return nil, nil, nil
+}
+
+// adminWithoutTokens answers the admin API of a server with -oauth clients
+// and no -token: 401, since OAuth tokens are for ingestion only.
+type adminWithoutTokens struct{}
+
+func (adminWithoutTokens) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="zbstream"`)
+	adminWriteJSON(w, http.StatusUnauthorized, adminError{"the admin API takes -token tokens, and this server has none (only -oauth clients)"})
 }
 
 // checkHostPort refuses an address net.Listen would not take.
@@ -389,11 +458,14 @@ func dataLog(c *serveConfig) string {
 	return "(none)"
 }
 
-func authLog(t tokenTable) string {
-	if len(t) == 0 {
+func authLog(t tokenTable, clients []server.OAuthClient) string {
+	switch {
+	case len(t) == 0 && len(clients) == 0:
 		return "open"
+	case len(clients) == 0:
+		return fmt.Sprintf("%d token(s)", len(t))
 	}
-	return fmt.Sprintf("%d token(s)", len(t))
+	return fmt.Sprintf("%d token(s), %d OAuth client(s)", len(t), len(clients))
 }
 
 // serveByteSize is a flag of bytes with an optional unit: 1024, 64KiB, 10MiB,

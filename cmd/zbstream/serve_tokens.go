@@ -107,3 +107,60 @@ func (t tokenTable) lookup(token string) (server.Principal, bool) {
 	p, ok := t[token]
 	return p, ok
 }
+
+// parseOAuthSpec parses an -oauth value, CLIENT_ID:SECRET[:table[,table...]]:
+// the id is before the first colon; with a second colon, the tables are
+// after the last one (so a secret containing ':' needs the tables part,
+// "*" for every table). Without tables the client may get a token for any
+// table. Errors never repeat the secret.
+func parseOAuthSpec(spec string) (server.OAuthClient, error) {
+	var c server.OAuthClient
+	id, rest, ok := strings.Cut(spec, ":")
+	if !ok {
+		return c, errors.New("want CLIENT_ID:SECRET[:catalog.schema.table[,table...]]")
+	}
+	secret, tables := rest, ""
+	if i := strings.LastIndex(rest, ":"); i >= 0 {
+		secret, tables = rest[:i], rest[i+1:]
+		if strings.TrimSpace(tables) == "" {
+			return c, fmt.Errorf("OAuth client %q: empty table list after the last ':'", id)
+		}
+	}
+	switch {
+	case strings.TrimSpace(id) == "" || strings.ContainsAny(id, " \t\r\n"):
+		return c, errors.New("empty OAuth client id, or one with white space (want CLIENT_ID:SECRET)")
+	case secret == "":
+		return c, fmt.Errorf("OAuth client %q: empty secret", id)
+	}
+	c.ID, c.Secret = id, secret
+	if tables != "" {
+		for _, tab := range strings.Split(tables, ",") {
+			tab = strings.TrimSpace(tab)
+			if tab != server.AllTables {
+				if err := grpcio.CheckTable(tab); err != nil {
+					return server.OAuthClient{}, fmt.Errorf("OAuth client %q: table %q is not catalog.schema.table (or *)", id, tab)
+				}
+			}
+			c.Tables = append(c.Tables, tab)
+		}
+	}
+	return c, nil
+}
+
+// buildOAuth parses the -oauth specs.
+func buildOAuth(specs []string) ([]server.OAuthClient, error) {
+	var clients []server.OAuthClient
+	seen := map[string]bool{}
+	for i, s := range specs {
+		c, err := parseOAuthSpec(s)
+		if err != nil {
+			return nil, usageErr("-oauth #%d: %v", i+1, err)
+		}
+		if seen[c.ID] {
+			return nil, usageErr("-oauth #%d: OAuth client %q is given twice", i+1, c.ID)
+		}
+		seen[c.ID] = true
+		clients = append(clients, c)
+	}
+	return clients, nil
+}
