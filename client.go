@@ -102,7 +102,7 @@ func (c *Client) RetireStream(ctx context.Context, table, streamID string) (int6
 func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID string, opts []StreamOption) (*Stream, error) {
 	so := streamOptions{cfg: core.DefaultConfig(kind, core.RecordJSON)}
 	so.cfg.StreamID = streamID
-	so.io.Logger, so.io.Observer = c.opts.logger, c.opts.observer
+	so.io.Logger, so.io.Observer, so.io.Table = c.opts.logger, c.opts.observer, table
 	for _, o := range opts {
 		if err := o(&so); err != nil {
 			return nil, err

@@ -24,14 +24,6 @@ type clientOptions struct {
 	observer Observer
 }
 
-// Observer receives a stream's events as numbers, for metrics (Prometheus,
-// OpenTelemetry, expvar) without this library depending on any of them.
-// Embed NopObserver to implement only some methods.
-type Observer = streamio.Observer
-
-// NopObserver implements Observer with methods that do nothing.
-type NopObserver = streamio.NopObserver
-
 // HeadersProvider produces the credentials of every open; see
 // grpcio.HeadersProvider.
 type HeadersProvider = grpcio.HeadersProvider
@@ -133,7 +125,10 @@ func WithLogger(l *slog.Logger) Option {
 	return func(o *clientOptions) error { o.logger = l; return nil }
 }
 
-// WithObserver reports every stream's events to an Observer (metrics).
+// WithObserver reports every stream's events to an Observer (metrics). An
+// EventObserver is given every event with its table, stream and details
+// instead (see Event); the modules contrib/otel and contrib/prometheus are
+// ready-made ones.
 func WithObserver(obs Observer) Option {
 	return func(o *clientOptions) error { o.observer = obs; return nil }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/zbstream/zbstream/core"
@@ -33,7 +34,7 @@ func BenchmarkDriverIngest(b *testing.B) {
 						cp = "none"
 					}
 					b.Run(fmt.Sprintf("acks=%s/copy=%s/batch=%d/goroutines=%d", acks, cp, batch, producers), func(b *testing.B) {
-						benchDriver(b, merge, noCopy, batch, producers)
+						benchDriver(b, merge, noCopy, batch, producers, nil)
 					})
 				}
 			}
@@ -41,12 +42,57 @@ func BenchmarkDriverIngest(b *testing.B) {
 	}
 }
 
-func benchDriver(b *testing.B, mergeAcks, noCopy bool, batch, producers int) {
+// BenchmarkDriverIngestObserved is BenchmarkDriverIngest's default case
+// (merged acks, arena copies, one goroutine) with an observer attached:
+// observer=none is the same run without one, observer=plain an Observer, observer=events an EventObserver, told of
+// every call with its details; both count what they are told.
+func BenchmarkDriverIngestObserved(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		for _, obs := range []struct {
+			name string
+			o    streamio.Observer
+		}{{"none", nil}, {"plain", &plainCounter{}}, {"events", &eventCounter{}}} {
+			b.Run(fmt.Sprintf("observer=%s/batch=%d", obs.name, batch), func(b *testing.B) {
+				benchDriver(b, true, false, batch, 1, obs.o)
+			})
+		}
+	}
+}
+
+// plainCounter is an Observer that counts calls and records.
+type plainCounter struct {
+	streamio.NopObserver
+	calls, records, durable atomic.Int64
+}
+
+func (c *plainCounter) Accepted(n int, _ int64) { c.calls.Add(1); c.records.Add(int64(n)) }
+
+func (c *plainCounter) Completed(n int64, _ bool) { c.durable.Add(n) }
+
+// eventCounter is an EventObserver that counts calls, records and
+// latency, as a metrics adapter would.
+type eventCounter struct {
+	streamio.NopObserver
+	calls, records, durable, latency atomic.Int64
+}
+
+func (c *eventCounter) Observe(e streamio.Event) {
+	switch e.Kind {
+	case streamio.EventAccepted:
+		c.calls.Add(1)
+		c.records.Add(int64(e.Records))
+	case streamio.EventDurable:
+		c.durable.Add(1)
+		c.latency.Add(int64(e.Latency))
+	}
+}
+
+func benchDriver(b *testing.B, mergeAcks, noCopy bool, batch, producers int, obs streamio.Observer) {
 	srv := memtransport.NewServer(memtransport.Options{AckOnly: true, MergeAcks: mergeAcks})
 	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)
 	cfg.ClientRequestID = "bench"
 	ctx := context.Background()
-	s, err := streamio.Open(ctx, srv.Transport(), cfg, streamio.Options{NoCopy: noCopy})
+	s, err := streamio.Open(ctx, srv.Transport(), cfg, streamio.Options{NoCopy: noCopy, Observer: obs})
 	if err != nil {
 		b.Fatal(err)
 	}

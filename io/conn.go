@@ -140,7 +140,7 @@ func (s *Stream) runConn(c *conn) {
 		return
 	}
 	c.h = h
-	s.opts.Observer.Connected(c.req.Resume)
+	s.observeConnected(c.req.Resume)
 	c.senderLive = true
 	s.wg.Add(1)
 	go s.sendLoop(c)
@@ -237,6 +237,7 @@ func (s *Stream) countSent(c *conn, upTo int64) {
 		s.stats.Sent++
 		if off := c.base + w; off <= s.sentHigh {
 			s.stats.Resent++
+			s.observeResent(off)
 		} else {
 			s.sentHigh = off
 		}
@@ -277,9 +278,10 @@ func (s *Stream) endNow(c *conn, err error) {
 	if errors.As(err, &ce) {
 		cause = ce.Err
 	}
+	s.lastCode = code
 	if c.h != nil { // an open that failed never Connected
 		c.disconnected = true
-		s.opts.Observer.Disconnected(code)
+		s.observeDisconnected(code)
 	}
 	s.logInfo("connection ended", "conn", c.id, "code", code.String(), "error", err)
 	if err := s.m.ConnectionFailed(s.at, c.id, code, cause); err != nil {

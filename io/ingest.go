@@ -59,7 +59,7 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 				if batch {
 					n = len(many)
 				}
-				s.accepted(n, after-before)
+				s.accepted(off, n, after-before)
 			}
 			s.process()
 			s.mu.Unlock()
@@ -80,13 +80,13 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 	}
 }
 
-// accepted counts an accepted call of n records and size payload bytes
-// (the window's growth: the core has summed them already). The caller holds
-// s.mu.
-func (s *Stream) accepted(n int, size int64) {
+// accepted counts a call accepted at off, of n records and size payload
+// bytes (the window's growth: the core has summed them already). The
+// caller holds s.mu.
+func (s *Stream) accepted(off int64, n int, size int64) {
 	s.stats.Accepted++
 	s.stats.Records += int64(n)
-	s.opts.Observer.Accepted(n, size)
+	s.observeAccepted(off, n, size)
 }
 
 // acceptRecord gives one record to the machine: a copy in the arena, or

@@ -49,8 +49,12 @@ type Options struct {
 	// of the stream. Nil: nothing is logged. Payloads are never logged.
 	Logger *slog.Logger
 	// Observer, when set, is told of the same events as numbers, for
-	// metrics (see Observer).
+	// metrics (see Observer, and EventObserver for the details).
 	Observer Observer
+	// Table names the stream's table in the events an EventObserver is
+	// given (the transport carries the table itself; the root client sets
+	// it). Empty: events name no table.
+	Table string
 	// NoCopy keeps ingested records by reference instead of copying them:
 	// the caller must then not modify a record, or a batch's slice, until
 	// its offset is durable or failed. It saves one copy per record. By

@@ -24,6 +24,7 @@ func (s *Stream) process() {
 	if !s.openSeen && s.m.Opened() {
 		s.openSeen = true
 		close(s.opened)
+		s.observeOpened()
 	}
 	s.rearm()
 }
@@ -45,7 +46,8 @@ func (s *Stream) apply(a *core.Action) {
 			// The machine left a live connection itself: a rotation, a
 			// timeout, the end of the stream.
 			c.disconnected = true
-			s.opts.Observer.Disconnected(core.CodeCanceled)
+			s.lastCode = core.CodeCanceled
+			s.observeDisconnected(core.CodeCanceled)
 		}
 		if c.started {
 			// Writes that returned but were never reported still went out.
@@ -69,16 +71,16 @@ func (s *Stream) apply(a *core.Action) {
 		} else {
 			s.stats.Acknowledged += n
 		}
-		s.opts.Observer.Completed(n, a.Reconciled)
 		s.giveBack()
 		s.cb.push(a.Offset, a.Last, nil)
+		s.observeEnded(a.Offset, a.Last, a.Reconciled, nil)
 		signal(&s.progress)
 		s.signalRoom()
 	case core.ActFail:
 		n := a.Last - a.Offset + 1
 		s.stats.Failed += n
-		s.opts.Observer.Failed(n)
 		s.cb.push(a.Offset, a.Last, a.Err)
+		s.observeEnded(a.Offset, a.Last, false, a.Err)
 		signal(&s.progress)
 		s.signalRoom()
 	case core.ActInvalidateCredentials:
@@ -92,6 +94,7 @@ func (s *Stream) apply(a *core.Action) {
 		signal(&s.progress)
 		signal(&s.space)
 		close(s.done)
+		s.observeClosed(a.Err)
 		if a.Err != nil {
 			s.logError("stream failed", "stream_id", s.m.StreamID(), "error", a.Err)
 		} else {
@@ -137,6 +140,7 @@ func (s *Stream) startConn(a *core.Action) {
 	s.live = c
 	if s.stats.Opens > 0 {
 		s.stats.Reconnects++
+		s.observeReconnecting()
 	}
 	s.stats.Opens++
 	s.logDebug("opening connection", "conn", a.Conn, "resume", a.Resume, "stream_id", a.StreamID)

@@ -40,6 +40,14 @@ type Stream struct {
 	sentHigh int64 // highest offset ever written: a write at or below it is a resend
 	stats    Stats
 
+	// events is Options.Observer when it is an EventObserver (nil
+	// otherwise); calls is what it is told of each call when the call
+	// ends; lastCode is what ended the last connection, the cause of the
+	// next reconnect.
+	events   EventObserver
+	calls    callLog
+	lastCode core.Code
+
 	// arena holds the copies of accepted records (nil with
 	// Options.NoCopy); maxCall is the machine's per-call limit, checked
 	// before a copy is made. strays counts the senders of connections the
@@ -113,6 +121,7 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		// its arena when nothing refers to it any more.
 		runtime.AddCleanup(s, (*recordArena).free, s.arena)
 	}
+	s.events, _ = opts.Observer.(EventObserver)
 	s.timer.Stop()
 	s.cb.init(s, opts)
 	s.wg.Add(1)

@@ -1,0 +1,79 @@
+package zbstream_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// requires returns the module paths a go.mod requires, direct ones only
+// when direct is set.
+func requires(t *testing.T, file string, direct bool) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	block := false
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "require (":
+			block = true
+			continue
+		case block && line == ")":
+			block = false
+			continue
+		case strings.HasPrefix(line, "require "):
+			line = strings.TrimPrefix(line, "require ")
+		case !block:
+			continue
+		}
+		if f := strings.Fields(line); len(f) >= 2 && !(direct && strings.Contains(line, "// indirect")) {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// TestRootRequiresNoContribDependency: the adapters under contrib/ are
+// modules of their own, so that the library does not depend on what they
+// plug into. The root's go.mod requires none of their direct dependencies
+// that it did not need itself, and every contrib module builds against
+// this checkout (a replace of the root by ../..).
+func TestRootRequiresNoContribDependency(t *testing.T) {
+	root := map[string]bool{}
+	for _, m := range requires(t, "go.mod", false) {
+		root[m] = true
+	}
+	mods, err := filepath.Glob("contrib/*/go.mod")
+	if err != nil || len(mods) == 0 {
+		t.Fatalf("no contrib module found (%v)", err)
+	}
+	for _, mod := range mods {
+		b, err := os.ReadFile(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "replace github.com/zbstream/zbstream => ../..") {
+			t.Errorf("%s does not replace the root module by ../..", mod)
+		}
+		for _, m := range requires(t, mod, true) {
+			if root[m] && !strings.HasPrefix(m, "github.com/zbstream/") && !libraryDependency(m) {
+				t.Errorf("the root go.mod requires %s, a dependency of %s", m, mod)
+			}
+		}
+	}
+}
+
+// libraryDependency reports whether the library itself needs module m
+// (what both the root and a contrib module may require).
+func libraryDependency(m string) bool {
+	switch m {
+	case "google.golang.org/grpc", "google.golang.org/protobuf", "go.uber.org/goleak":
+		return true
+	}
+	return false
+}
