@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/zbstream/zbstream/core"
@@ -404,15 +405,7 @@ func (w *Writer) sorted() []*wtable {
 	for _, t := range w.tables {
 		ts = append(ts, t)
 	}
-	slices.SortFunc(ts, func(a, b *wtable) int {
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ts, func(a, b *wtable) int { return strings.Compare(a.name, b.name) })
 	return ts
 }
 

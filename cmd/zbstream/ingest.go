@@ -60,6 +60,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if f.tableField != "" {
+		return runIngestRouted(ctx, f, client, src, st, start, stdout, stderr)
+	}
+	if st != nil && st.TableField != "" {
+		return st.matchesFlags(f.state, src, f.table) // a routed state: never dropped below
+	}
 	// A state file without a stream id was saved before a create that
 	// failed or was cut short: nothing was sent under it, so its stream,
 	// if the server made it, is empty. The flags and the file may change
