@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -64,22 +63,10 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 			return nil
 		}
 	} else {
-		if err := aside.commit(); err != nil {
+		if st, err = ingestNewState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
 			return err
 		}
-		ingestNoteSetAside(stderr, src, aside)
-		if info.records == 0 {
-			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
-			return nil
-		}
-		abs, _ := filepath.Abs(f.file)
-		st = &ingestState{
-			Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
-			Format: src.format, Records: info.records,
-			BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
-			DeadLetters: ingestDeadLetterPath(f, nil), Skipped: aside.places(),
-			Endpoint: f.endpoint, TableField: f.tableField, Tables: b.counts, Created: time.Now().UTC(),
-		}
+		st.TableField, st.Tables = f.tableField, b.counts
 		// Every table's request id is saved before any stream is created
 		// (one write for all), so that the Writer saves only stream ids.
 		for _, ts := range st.Tables {
@@ -177,17 +164,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 
 // send sends every table's calls after its watermark, in file order.
 func (r *ingestRoutedRun) send(ctx context.Context) error {
-	// The records the state file sets aside are skipped again, and only
-	// they: another means the file changed since it was checked.
-	i := 0
-	skip := func(bad *ingestInvalidRecord) error {
-		if i < len(r.st.Skipped) && r.st.Skipped[i] == bad.place.n {
-			i++
-			return nil
-		}
-		return ingestInputErr("%v: %s changed during the ingestion", bad, r.src.path)
-	}
-	_, _, err := ingestRouted(ctx, r.src, r.st.TableField, r.st.BatchRecords, r.st.BatchBytes, false, skip, func(c *ingestRoutedCall) error {
+	_, _, err := ingestRouted(ctx, r.src, r.st.TableField, r.st.BatchRecords, r.st.BatchBytes, false, ingestSameSkips(r.st, r.src), func(c *ingestRoutedCall) error {
 		return r.call(ctx, c)
 	})
 	return err

@@ -3,13 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -273,26 +271,7 @@ func TestIngestRoutedCrash(t *testing.T) {
 	const n = 30000
 	file, want := ingestWriteRouted(t, t.TempDir(), n, 50)
 	args = append(args, "-max-open-streams", "5", "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
-	last := int64(-1)
-	for round := range 3 {
-		var killedAt int64 = -1
-		out, errOut, err := runIngestChild(t, args, func(cmd *exec.Cmd, durable int64) bool {
-			if durable > last && durable >= int64(round+1)*n/5 && durable < n {
-				killedAt = durable
-				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Errorf("kill: %v", err)
-				}
-				return true
-			}
-			return false
-		})
-		t.Logf("round %d: killed at %d records durable; exit: %v\n%s", round, killedAt, err, out)
-		var ee *exec.ExitError
-		if killedAt < 0 || !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("round %d: the child was not killed mid-way (exit %v)\n%s%s", round, err, out, errOut)
-		}
-		last = killedAt
-	}
+	ingestKillThrice(t, args, n)
 	start := time.Now()
 	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
 	if err != nil {
