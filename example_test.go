@@ -116,11 +116,14 @@ func ExampleStream_Wait() {
 }
 
 // startServer starts the reference server on loopback, accepting one token
-// for main.demo.events.
-func startServer() (*server.Server, string) {
+// for tables (by default main.demo.events; server.AllTables for any).
+func startServer(tables ...string) (*server.Server, string) {
+	if len(tables) == 0 {
+		tables = []string{"main.demo.events"}
+	}
 	srv, err := server.New(server.Options{
 		Auth: server.NewAuth(map[string]server.Principal{
-			"demo-token": {Name: "demo", Tables: []string{"main.demo.events"}},
+			"demo-token": {Name: "demo", Tables: tables},
 		}),
 	})
 	if err != nil {

@@ -60,6 +60,12 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if f.tableField != "" {
+		return runIngestRouted(ctx, f, client, src, st, start, stdout, stderr)
+	}
+	if st != nil && st.TableField != "" {
+		return st.matchesFlags(f.state, src, f.table) // a routed state: never dropped below
+	}
 	// A state file without a stream id was saved before a create that
 	// failed or was cut short: nothing was sent under it, so its stream,
 	// if the server made it, is empty. The flags and the file may change
@@ -155,13 +161,8 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	} else {
-		if err := aside.commit(); err != nil {
+		if st, err = ingestNewState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
 			return err
-		}
-		ingestNoteSetAside(stderr, src, aside)
-		if info.records == 0 {
-			fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
-			return nil
 		}
 		recreate := requestID != "" // the create may have been made by an earlier run
 		if !recreate {
@@ -169,14 +170,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return err
 			}
 		}
-		abs, _ := filepath.Abs(f.file)
-		st = &ingestState{
-			Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
-			Format: src.format, Records: info.records,
-			BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
-			DeadLetters: ingestDeadLetterPath(f, nil), Skipped: aside.places(),
-			Endpoint: f.endpoint, Table: f.table, ClientRequestID: requestID, Created: time.Now().UTC(),
-		}
+		st.Table, st.ClientRequestID = f.table, requestID
 		if src.md != nil {
 			st.ProtoMessage = string(src.md.FullName())
 		}
@@ -220,6 +214,42 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	err = run.run(ctx)
 	s = nil // closed by run
 	return err
+}
+
+// ingestNewState commits the records set aside by a first run and
+// returns the state of the ingestion it starts (not saved yet), or nil
+// when the file holds no record to send (said on stdout) or on error.
+func ingestNewState(f *ingestFlags, src ingestSource, info ingestFileInfo, aside *ingestSetAside, batchRecords int, batchBytes int64, stdout, stderr io.Writer) (*ingestState, error) {
+	if err := aside.commit(); err != nil {
+		return nil, err
+	}
+	ingestNoteSetAside(stderr, src, aside)
+	if info.records == 0 {
+		fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
+		return nil, nil
+	}
+	abs, _ := filepath.Abs(f.file)
+	return &ingestState{
+		Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
+		Format: src.format, Records: info.records,
+		BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
+		DeadLetters: ingestDeadLetterPath(f, nil), Skipped: aside.places(),
+		Endpoint: f.endpoint, Created: time.Now().UTC(),
+	}, nil
+}
+
+// ingestSameSkips returns the skip function of a run that resumes st: the
+// records st sets aside are skipped again, and only they; another means
+// the file changed since it was checked.
+func ingestSameSkips(st *ingestState, src ingestSource) func(*ingestInvalidRecord) error {
+	i := 0
+	return func(bad *ingestInvalidRecord) error {
+		if i < len(st.Skipped) && st.Skipped[i] == bad.place.n {
+			i++
+			return nil
+		}
+		return ingestInputErr("%v: %s changed during the ingestion", bad, src.path)
+	}
 }
 
 // ingestInterrupted turns an error caused by Ctrl-C into exit code 130.

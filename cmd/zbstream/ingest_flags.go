@@ -14,6 +14,7 @@ import (
 )
 
 const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
+       ingest -endpoint URL -table-field FIELD [-max-open-streams N] [flags] FILE
 
 Ingests FILE into a table exactly once, through a persistent stream. FILE
 holds JSON lines (one JSON object per non-empty line), or, with
@@ -40,6 +41,19 @@ until it is done, with one exception: if the server refuses a call for
 good, the error names its lines, and the records after those the server
 holds may be corrected before running the same command again.
 
+With -table-field instead of -table, each JSON line goes to the table
+named by its top-level string field FIELD (the line is sent as it is,
+FIELD included), through at most -max-open-streams streams at once: the
+least recently used is flushed and closed when another table needs its
+place, and resumed when its table comes again. Each table gets its own
+persistent stream, and its records are grouped into calls in file order
+as above; the state file keeps every table's stream and its part of the
+file, so a rerun resumes each table after its own watermark. A line
+without FIELD, or whose FIELD is not a string naming catalog.schema.table,
+is refused before anything is sent (FILE:LINE), or set aside with
+-skip-invalid. A table whose stream fails stops alone: the others go on,
+the run exits 1 naming it, and a rerun continues it.
+
 Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
 included: an untrusted certificate, the wrong scheme), 3 unreadable or
 malformed input (or a state file for another file, or records the server
@@ -53,10 +67,13 @@ const (
 	ingestDefaultBatchRecords = 100
 	ingestDefaultBatchBytes   = 4 << 20
 	ingestDefaultMaxInflight  = 1000
+	ingestDefaultMaxOpen      = 16
 )
 
 type ingestFlags struct {
 	endpoint, token, table, appName, caFile string
+	tableField                              string // routed: each record's table is this field
+	maxOpen                                 int    // routed: streams open at once, at most
 	tokenFrom                               string // "-token", "$ZBSTREAM_TOKEN" or "" (none)
 	state, skipInvalid                      string
 	descSet, message                        string
@@ -73,6 +90,8 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
 	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
+	fs.StringVar(&f.tableField, "table-field", "", "route each JSON line to the table named by its top-level string `field` (instead of -table)")
+	fs.IntVar(&f.maxOpen, "max-open-streams", ingestDefaultMaxOpen, "with -table-field: streams open at once, at most `N`")
 	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
 	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
 	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
@@ -107,8 +126,14 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		return nil, usageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
 	case f.endpoint == "":
 		return nil, usageErr("-endpoint is required")
-	case f.table == "":
-		return nil, usageErr("-table is required")
+	case f.table == "" && f.tableField == "":
+		return nil, usageErr("-table is required (or -table-field, to route each record by a field of its own)")
+	case f.table != "" && f.tableField != "":
+		return nil, usageErr("-table and -table-field exclude each other: one table for every record, or each record's own")
+	case f.tableField != "" && f.descSet != "":
+		return nil, usageErr("-table-field takes JSON lines, not protobuf records")
+	case f.maxOpen <= 0:
+		return nil, usageErr("-max-open-streams must be positive")
 	case (f.descSet == "") != (f.message == ""):
 		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:
@@ -122,8 +147,10 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	case f.interval < 0:
 		return nil, usageErr("-progress must not be negative (0 turns progress off)")
 	}
-	if err := grpcio.CheckTable(f.table); err != nil {
-		return nil, usageErr("-table: %v", err)
+	if f.table != "" {
+		if err := grpcio.CheckTable(f.table); err != nil {
+			return nil, usageErr("-table: %v", err)
+		}
 	}
 	f.file = pos[0]
 	if f.state == "" {
@@ -165,6 +192,8 @@ func (f *ingestFlags) clientErr(err error) error {
 			err = core.Errorf("%w (no token was given: pass -token, or set $%s)", err, envToken)
 		case ce.Code == core.CodeUnauthenticated:
 			err = core.Errorf("%w (the token from %s was refused: check it, or pass another with -token)", err, f.tokenFrom)
+		case ce.Code == core.CodePermissionDenied && f.tokenFrom != "" && f.table == "":
+			err = core.Errorf("%w (the token from %s may not write this table: check the records' -table-field, or the token's grants)", err, f.tokenFrom)
 		case ce.Code == core.CodePermissionDenied && f.tokenFrom != "":
 			err = core.Errorf("%w (the token from %s may not write table %s: check -table, or the token's grants)", err, f.tokenFrom, f.table)
 		}

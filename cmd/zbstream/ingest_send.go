@@ -129,17 +129,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 		return err
 	}
 	defer closeFile()
-	// The records the state file sets aside are skipped again, and only
-	// they: another means the file changed since it was checked.
-	i := 0
-	skip := func(bad *ingestInvalidRecord) error {
-		if i < len(r.st.Skipped) && r.st.Skipped[i] == bad.place.n {
-			i++
-			return nil
-		}
-		return ingestInputErr("%v: %s changed during the ingestion", bad, r.src.path)
-	}
-	b := &ingestBatcher{r: &ingestSkipper{r: rr, skip: skip}, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes, cuts: r.st.Cuts}
+	b := &ingestBatcher{r: &ingestSkipper{r: rr, skip: ingestSameSkips(r.st, r.src)}, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes, cuts: r.st.Cuts}
 	var records int64
 	// Skip the calls the server holds.
 	for k := int64(0); k <= r.resumedAt; k++ {

@@ -76,6 +76,15 @@ type ingestState struct {
 	Cuts []int64    `json:"cuts,omitempty"`
 	Pin  *ingestPin `json:"pin,omitempty"`
 
+	// Routed ingestion (-table-field): each record goes to the table its
+	// top-level string field TableField names, and Table,
+	// ClientRequestID and StreamID are empty. Tables maps every table to
+	// its stream and its part of the file: call k of a table (offset k of
+	// its stream) is the k-th group of that table's records, in file
+	// order, grouped by the two batch limits (no cuts).
+	TableField string                       `json:"table_field,omitempty"`
+	Tables     map[string]*ingestTableState `json:"tables,omitempty"`
+
 	// The stream.
 	Endpoint        string `json:"endpoint"` // informative
 	Table           string `json:"table"`
@@ -105,8 +114,15 @@ func loadIngestState(path string) (*ingestState, error) {
 	switch {
 	case st.Version != ingestStateVersion:
 		return nil, ingestInputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, ingestStateVersion)
-	case st.ClientRequestID == "" || st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.Table == "" || st.SHA256 == "":
+	case st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.SHA256 == "",
+		st.TableField == "" && (st.ClientRequestID == "" || st.Table == ""),
+		st.TableField != "" && (len(st.Tables) == 0 || st.Table != "" || st.StreamID != ""):
 		return nil, ingestInputErr("state file %s is incomplete (a field is missing)", path)
+	}
+	for table, ts := range st.Tables {
+		if ts == nil || ts.ClientRequestID == "" || ts.Batches <= 0 {
+			return nil, ingestInputErr("state file %s is incomplete (table %s)", path, table)
+		}
 	}
 	return &st, nil
 }
@@ -131,10 +147,23 @@ func (st *ingestState) save(path string) error {
 	return nil
 }
 
+// ingestTableState is one table of a routed ingestion: its records and
+// calls in the file, and its stream (StreamID empty until it is created;
+// ClientRequestID, made when the state file is, is the create's
+// idempotency key).
+type ingestTableState struct {
+	Records         int64  `json:"records"`
+	Batches         int64  `json:"batches"`
+	ClientRequestID string `json:"client_request_id"`
+	StreamID        string `json:"stream_id,omitempty"`
+}
+
 // matchesFlags refuses a state file made for another table, format or
 // message: a usage error, since the flags differ from the state's.
 func (st *ingestState) matchesFlags(path string, src ingestSource, table string) error {
 	switch {
+	case st.TableField != "" && table != "":
+		return usageErr("state file %s routes records by their field %q: give -table-field %s to continue, or a new -state", path, st.TableField, st.TableField)
 	case st.Table != table:
 		return usageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
 	case st.Format != src.format:

@@ -316,6 +316,35 @@ func TestIngestCrash(t *testing.T) {
 	const n = 50000
 	file := ingestWriteLines(t, t.TempDir(), "big.jsonl", n)
 	args := append(ingestServerArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
+	last := ingestKillThrice(t, args, n)
+	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
+	if err != nil {
+		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
+	}
+	// Nothing reported durable before the last kill is sent again.
+	m := regexp.MustCompile(`\((\d+) records already on the server\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the last run did not resume: %s", out)
+	}
+	if on, _ := strconv.ParseInt(m[1], 10, 64); on < last {
+		t.Fatalf("the last run resumed with %d records on the server, below the %d reported durable", on, last)
+	}
+	st := ingestReadState(t, file+".zbstate")
+	if !st.Done {
+		t.Fatalf("state not done: %+v", st)
+	}
+	ingestCheckSeq(t, ts, st.StreamID, n)
+	if c := ingestStreamCount(t, ts); c != 1 {
+		t.Fatalf("server has %d streams, want 1", c)
+	}
+}
+
+// ingestKillThrice runs "zbstream ingest args" (a file of n records) as a
+// child process three times, and kills it with SIGKILL at about 20%, 40%
+// and 60% durable, each time once it has made progress of its own, with
+// calls in flight. It returns the durable count of the last kill.
+func ingestKillThrice(t *testing.T, args []string, n int64) int64 {
+	t.Helper()
 	last := int64(-1)
 	for round := range 3 {
 		var killedAt int64 = -1
@@ -337,26 +366,7 @@ func TestIngestCrash(t *testing.T) {
 		}
 		last = killedAt
 	}
-	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
-	if err != nil {
-		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
-	}
-	// Nothing reported durable before the last kill is sent again.
-	m := regexp.MustCompile(`\((\d+) records already on the server\)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("the last run did not resume: %s", out)
-	}
-	if on, _ := strconv.ParseInt(m[1], 10, 64); on < last {
-		t.Fatalf("the last run resumed with %d records on the server, below the %d reported durable", on, last)
-	}
-	st := ingestReadState(t, file+".zbstate")
-	if !st.Done {
-		t.Fatalf("state not done: %+v", st)
-	}
-	ingestCheckSeq(t, ts, st.StreamID, n)
-	if c := ingestStreamCount(t, ts); c != 1 {
-		t.Fatalf("server has %d streams, want 1", c)
-	}
+	return last
 }
 
 // ingestCancelOnProgress is a writer for stderr that cancels the run once a
