@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
@@ -185,18 +186,21 @@ func (o *output) write(ctx context.Context, table string, b service.MessageBatch
 	}
 }
 
-// chunks splits idx into runs whose records total at most limit bytes.
+// chunks splits idx into runs whose records total at most limit bytes as
+// a call carries them: each with its framing (a tag byte and its length as
+// a varint), as Stream.IngestBatch counts a call against the limit.
 func chunks(b service.MessageBatch, idx []int, limit int64) [][]int {
 	var out [][]int
 	var size int64
 	start := 0
 	for j, i := range idx {
 		rec, _ := b[i].AsBytes()
-		if j > start && size+int64(len(rec)) > limit {
+		n := int64(1 + protowire.SizeVarint(uint64(len(rec))) + len(rec))
+		if j > start && size+n > limit {
 			out = append(out, idx[start:j])
 			start, size = j, 0
 		}
-		size += int64(len(rec))
+		size += n
 	}
 	if start < len(idx) {
 		out = append(out, idx[start:])

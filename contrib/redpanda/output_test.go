@@ -16,6 +16,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	zbredpanda "github.com/zbstream/zbstream/contrib/redpanda"
+	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -200,4 +201,29 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// TestBatchAtTheCallLimit: a batch whose records add up to a call's
+// bytes, but over them with each record's framing (as the stream
+// counts a call), is split into calls the stream accepts and lands,
+// rather than failing whole, on every retry, as too large a call.
+func TestBatchAtTheCallLimit(t *testing.T) {
+	ts := servertest.Start(t)
+	produce := pipeline(t, zerobusYAML(ts, ""))
+	const size = 64 << 10
+	n := int(core.DefaultMaxCallBytes / size) // 159, exactly the limit raw
+	recs := make([]string, n)
+	pad := strings.Repeat("x", size-len(`{"p":"000","x":""}`))
+	for i := range recs {
+		recs[i] = fmt.Sprintf(`{"p":"%03d","x":"%s"}`, i, pad)
+	}
+	if framed := int64(n * (size + 4)); framed <= core.DefaultMaxCallBytes {
+		t.Fatalf("the batch, %d bytes framed, would fit one call: not the case tested", framed)
+	}
+	if err := produce(testCtx(t), batch(recs...)); err != nil {
+		t.Fatalf("a batch of %d records of %d bytes: %v", n, size, err)
+	}
+	if got := storedRecords(t, ts); len(got) != n || got[0] != recs[0] || got[n-1] != recs[n-1] {
+		t.Errorf("stored %d records, want %d", len(got), n)
+	}
 }
