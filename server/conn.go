@@ -27,7 +27,8 @@ func (v *service) PersistentStream(st grpc.BidiStreamingServer[ingestpb.Persiste
 }
 
 func (v *service) RetireStream(ctx context.Context, req *ingestpb.RetireStreamRequest) (*ingestpb.RetireStreamResponse, error) {
-	return v.s.retire(ctx, req)
+	r, err := v.s.retire(ctx, req)
+	return r, capStatus(err)
 }
 
 // conn is one call of EphemeralStream or PersistentStream ("a connection"
@@ -109,15 +110,20 @@ func (c *conn) takeFault(kinds ...FaultKind) (Fault, bool) {
 // principal's cap, open the stream from the first message (which must come
 // within Options.FirstMessageTimeout), then commit until the call ends.
 func (s *Server) serveStream(kind StreamKind, w wire) error {
+	return capStatus(s.serveCall(kind, w))
+}
+
+// serveCall is serveStream before its status is bounded (echo.go).
+func (s *Server) serveCall(kind StreamKind, w wire) error {
 	ctx := w.context()
 	p, err := s.opts.Auth.authenticate(ctx)
 	if err != nil {
-		s.log.Info("call rejected", "kind", kindName(kind), "err", err)
+		s.log.Info("call rejected", "kind", kindName(kind), "err", capStatus(err))
 		return err
 	}
 	done, err := s.admit(p)
 	if err != nil {
-		s.log.Info("call rejected", "kind", kindName(kind), "principal", p.Name, "err", err)
+		s.log.Info("call rejected", "kind", kindName(kind), "principal", p.Name, "err", capStatus(err))
 		return err
 	}
 	defer done()
@@ -144,7 +150,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 		err = c.open(first)
 	}
 	if err != nil {
-		s.log.Info("open refused", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "err", err)
+		s.log.Info("open refused", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "err", capStatus(err))
 		return err
 	}
 	s.log.Info("stream opened", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "table", c.table, "watermark", c.watermark)
@@ -154,7 +160,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 	err = c.run()
 	c.out.drain(c.ctx)
 	c.out.stop()
-	s.log.Info("stream connection ended", "kind", kindName(kind), "stream", c.id, "watermark", c.watermark, "err", err)
+	s.log.Info("stream connection ended", "kind", kindName(kind), "stream", c.id, "watermark", c.watermark, "err", capStatus(err))
 	return err
 }
 

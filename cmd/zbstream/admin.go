@@ -18,9 +18,9 @@ package main
 // to ask for next (past the watermark: none left). Errors are {"error": "..."} with 400, 401, 404, 405 or 503.
 //
 // With tokens, every request needs "Authorization: Bearer TOKEN" and a
-// principal sees only the streams it owns (those it created), as the
-// Zerobus service answers another principal's resume with NOT_FOUND. In open
-// mode everything is visible.
+// token sees only the streams its principal owns (those it created) on the
+// tables the token is scoped to, as the Zerobus service answers another
+// principal's resume with NOT_FOUND. In open mode everything is visible.
 
 import (
 	"bytes"
@@ -241,16 +241,18 @@ func (h *adminHandler) authenticate(req *http.Request) (server.Principal, string
 	}
 	p, ok := h.tokens.lookup(strings.TrimSpace(tok))
 	if !ok {
-		return server.Principal{}, "unknown bearer token"
+		return server.Principal{}, "wrong token: no principal has this bearer token"
 	}
 	return p, ""
 }
 
 // visible reports whether the caller may see stream m: in open mode every
-// stream, otherwise only its own.
+// stream, otherwise only its own and only on a table its token is scoped
+// to. The scope is the token's own: a name is not enough (buildTokens
+// refuses one name with two scopes, and this check holds even so).
 func adminVisible(ctx context.Context, m server.StreamMeta) bool {
 	p, ok := ctx.Value(principalKey{}).(server.Principal)
-	return !ok || m.Principal == p.Name
+	return !ok || (m.Principal == p.Name && p.CanWrite(m.Table))
 }
 
 func (h *adminHandler) list(w http.ResponseWriter, req *http.Request) {
