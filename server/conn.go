@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,18 +13,33 @@ import (
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
-// service adapts Server to the generated interface.
+// service adapts Server to the generated interface. Its two stream
+// methods are registered by serviceDesc, which receives their requests
+// undecoded; the generated ones are never called.
 type service struct {
 	ingestpb.UnimplementedZerobusServer
 	s *Server
 }
 
-func (v *service) EphemeralStream(st grpc.BidiStreamingServer[ingestpb.EphemeralStreamRequest, ingestpb.EphemeralStreamResponse]) error {
-	return v.s.serveStream(KindEphemeral, ephemeralWire{st})
-}
-
-func (v *service) PersistentStream(st grpc.BidiStreamingServer[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse]) error {
-	return v.s.serveStream(KindPersistent, persistentWire{st})
+// serviceDesc is the generated service description with the two stream
+// handlers replaced by ones that read each request as bytes (rawRequest),
+// for decode.go, instead of decoding it with protobuf.
+func serviceDesc() *grpc.ServiceDesc {
+	d := ingestpb.Zerobus_ServiceDesc
+	d.Streams = slices.Clone(d.Streams)
+	for i := range d.Streams {
+		switch d.Streams[i].StreamName {
+		case "EphemeralStream":
+			d.Streams[i].Handler = func(srv any, st grpc.ServerStream) error {
+				return srv.(*service).s.serveStream(KindEphemeral, ephemeralWire{st})
+			}
+		case "PersistentStream":
+			d.Streams[i].Handler = func(srv any, st grpc.ServerStream) error {
+				return srv.(*service).s.serveStream(KindPersistent, persistentWire{st})
+			}
+		}
+	}
+	return &d
 }
 
 func (v *service) RetireStream(ctx context.Context, req *ingestpb.RetireStreamRequest) (*ingestpb.RetireStreamResponse, error) {
@@ -58,6 +74,7 @@ type conn struct {
 	ackOnly bool         // Options.Engine == EngineAckOnly: records are not validated
 
 	first  chan firstMsg // the receiver's first message, or why there is none
+	yieldC chan struct{} // the budget asks the call to end (conn.yield)
 	opened chan struct{} // closed by the handler once the open succeeded
 	q      queue
 	out    outbox
@@ -131,9 +148,9 @@ func (s *Server) serveCall(kind StreamKind, w wire) error {
 		return err
 	}
 	c := &conn{s: s, w: w, kind: kind, principal: p, ackOnly: s.opts.Engine == EngineAckOnly,
-		first: make(chan firstMsg, 1), opened: make(chan struct{})}
+		first: make(chan firstMsg, 1), opened: make(chan struct{}), yieldC: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.q.init(s.budget)
+	c.q.init(s.budget, p.Name)
 	c.out.init()
 	defer func() {
 		c.cancel(nil)
@@ -183,6 +200,8 @@ func (c *conn) awaitFirst() (*clientMsg, error) {
 		return nil, c.fencedErr()
 	case <-c.s.draining:
 		return nil, status.Error(codes.Unavailable, "server shutting down")
+	case <-c.yieldC:
+		return nil, status.Errorf(codes.Unavailable, "server busy: no first message within %v while other calls wait to be read", preemptAfter)
 	}
 }
 
