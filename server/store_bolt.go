@@ -414,12 +414,15 @@ func (s *BoltStore) Stream(_ context.Context, id string) (StreamMeta, error) {
 // Append implements Store. The contract is checked in the transaction that
 // writes, so concurrent Appends to one stream cannot interleave wrongly: of
 // two Appends at the same offset, one is stored and the other refused.
+//
+// Each batch is encoded inside the transaction, by the committer, not
+// here: the server's receive budget covers the records while they wait,
+// and an encoded copy made before waiting would double what waits (issue
+// 21); in the committer, copies exist for one group at a time.
 func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) error {
 	size := 0
-	values := make([][]byte, len(batches))
-	for i, b := range batches {
-		values[i] = encodeBatch(b.Records)
-		size += len(values[i])
+	for _, b := range batches {
+		size += encodedSize(b.Records)
 	}
 	if len(batches) == 0 {
 		// Nothing to write: check the stream as an Append would.
@@ -445,8 +448,8 @@ func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) erro
 		if recs == nil {
 			return fmt.Errorf("server: bolt store: stream %q has no records bucket", id)
 		}
-		for i, b := range batches {
-			if err := recs.Put(offsetKey(b.Offset), values[i]); err != nil {
+		for _, b := range batches {
+			if err := recs.Put(offsetKey(b.Offset), encodeBatch(b.Records)); err != nil {
 				return fmt.Errorf("server: bolt store: %w", err)
 			}
 			st.records += int64(len(b.Records))
@@ -581,14 +584,19 @@ func offsetKey(off int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(off))
 }
 
-// encodeBatch is a batch's stored value: uvarint record count, then each
-// record as uvarint length and bytes.
-func encodeBatch(records [][]byte) []byte {
+// encodedSize bounds the size of encodeBatch's output.
+func encodedSize(records [][]byte) int {
 	n := binary.MaxVarintLen64
 	for _, r := range records {
 		n += binary.MaxVarintLen64 + len(r)
 	}
-	v := make([]byte, 0, n)
+	return n
+}
+
+// encodeBatch is a batch's stored value: uvarint record count, then each
+// record as uvarint length and bytes.
+func encodeBatch(records [][]byte) []byte {
+	v := make([]byte, 0, encodedSize(records))
 	v = binary.AppendUvarint(v, uint64(len(records)))
 	for _, r := range records {
 		v = binary.AppendUvarint(v, uint64(len(r)))

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
@@ -62,5 +63,43 @@ func TestServeTokensOneScopePerName(t *testing.T) {
 	tok, err := buildTokens([]string{"alice:t1:" + tableA + "," + tableB, "alice:t2:" + tableB + "," + tableA}, "")
 	if err != nil || len(tok) != 2 {
 		t.Fatalf("one scope, two tokens: %v %v", tok, err)
+	}
+}
+
+// blockingStore blocks Streams until release is closed.
+type blockingStore struct {
+	server.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockingStore) Streams(ctx context.Context) ([]server.StreamMeta, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Streams(ctx)
+}
+
+// TestAdminConcurrencyLimit (issue 21): at most adminMaxConcurrent
+// requests are served at once; another waits adminQueueWait, then gets
+// 503 with Retry-After.
+func TestAdminConcurrencyLimit(t *testing.T) {
+	defer func(n int, d time.Duration) { adminMaxConcurrent, adminQueueWait = n, d }(adminMaxConcurrent, adminQueueWait)
+	adminMaxConcurrent, adminQueueWait = 1, 50*time.Millisecond
+	st := blockingStore{Store: adminFixture(t), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	ts := httptest.NewServer(newAdminHandler(st, nil, slog.New(slog.DiscardHandler)))
+	defer ts.Close()
+	first := make(chan int)
+	go func() { first <- adminGet(t, ts, "GET", "/v1/streams", "", nil) }()
+	<-st.entered
+	var e adminError
+	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a", "", &e); code != http.StatusServiceUnavailable || !strings.Contains(e.Error, "busy") {
+		t.Fatalf("second request: %d %q, want 503 busy", code, e.Error)
+	}
+	close(st.release)
+	if code := <-first; code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a", "", nil); code != 200 {
+		t.Fatalf("after: %d", code)
 	}
 }
