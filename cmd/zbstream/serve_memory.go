@@ -6,7 +6,7 @@ import (
 )
 
 // serveMemoryHeadroom is what the server may use beyond its receive
-// budget: the store's group commit (bbolt holds up to 64 MiB of records
+// budget: the store's group commit (bbolt holds up to 16 MiB of records
 // and their dirty pages), gRPC's fixed per-call windows and buffers, the
 // admin endpoint's pages, goroutines. See the README, "Memory".
 const serveMemoryHeadroom = 128 << 20
