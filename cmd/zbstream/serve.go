@@ -126,7 +126,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts.Auth, opts.Logger = auth, log
 	opts.MaxMessageBytes = int(c.maxMessage)
 	opts.ReceiveBudget = int64(c.receiveBudget)
-	memLimit := setServeMemoryLimit(opts.ReceiveBudget)
+	memLimit := setServeMemoryLimit(c.engine, opts.ReceiveBudget)
 	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
 	var tlsConf *tls.Config
 	if c.tlsCert != "" {

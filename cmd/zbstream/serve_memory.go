@@ -16,9 +16,11 @@ const serveMemoryHeadroom = 128 << 20
 // server's live memory is bounded by its configuration; without a limit
 // the collector lets the heap grow to twice the live memory before it
 // runs (GOGC=100), so a server holding a full budget would take twice it.
-// It returns the limit set (0: GOMEMLIMIT decides).
-func setServeMemoryLimit(budget int64) int64 {
-	if os.Getenv("GOMEMLIMIT") != "" {
+// The memory engine keeps every record in memory, outside any bound, so
+// it gets no limit (the collector would run without end once the stored
+// records reach it). It returns the limit set (0: none, or GOMEMLIMIT's).
+func setServeMemoryLimit(engine string, budget int64) int64 {
+	if os.Getenv("GOMEMLIMIT") != "" || engine == "memory" {
 		return 0
 	}
 	limit := budget + serveMemoryHeadroom
