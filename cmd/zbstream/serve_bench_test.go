@@ -31,7 +31,9 @@ import (
 const envEchoChild = "ZBSTREAM_TEST_ECHO_CHILD"
 
 // echoServer acknowledges every ingest request at once.
-type echoServer struct{ ingestpb.UnimplementedZerobusServer }
+type echoServer struct {
+	ingestpb.UnimplementedZerobusServer
+}
 
 func (echoServer) PersistentStream(st grpc.BidiStreamingServer[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse]) error {
 	for {
