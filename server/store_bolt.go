@@ -188,6 +188,7 @@ func (s *BoltStore) commitLoop() {
 	defer close(s.done)
 	var backlog, group []*boltReq
 	smallLast := false
+	written := 0 // bytes committed since the last dropMapped
 	for {
 		if len(backlog) == 0 {
 			r, ok := <-s.reqs
@@ -228,9 +229,16 @@ func (s *BoltStore) commitLoop() {
 		clear(backlog[len(kept):])
 		backlog = kept
 		s.commit(group)
+		if written += size; written >= dropMappedEvery {
+			written = 0
+			dropMapped(s.db)
+		}
 		clear(group)
 	}
 }
+
+// dropMappedEvery is how many committed bytes go between two dropMapped.
+const dropMappedEvery = 64 << 20
 
 // smallWrite is the size under which a write is never kept waiting by the
 // group's byte bound.
