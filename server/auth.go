@@ -190,7 +190,7 @@ func (a *Auth) authorizeTable(ctx context.Context, p Principal, table string, re
 		return status.Errorf(codes.InvalidArgument, "missing %s metadata", HeaderTable)
 	}
 	if h != table {
-		return status.Errorf(codes.InvalidArgument, "%s %q does not match the stream's table %q", HeaderTable, h, table)
+		return status.Errorf(codes.InvalidArgument, "%s %q does not match the stream's table %q", HeaderTable, clip(h), table)
 	}
 	return nil
 }

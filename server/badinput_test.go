@@ -107,7 +107,7 @@ func TestBadMessagesAfterOpen(t *testing.T) {
 		{"json array", rec(jsonRec(1, `[{}]`)), codes.InvalidArgument},
 		{"bad json in batch", bat(jsonBatch(1, `{}`, `nope`)), codes.InvalidArgument},
 		{"gap", rec(jsonRec(2, `{}`)), codes.OutOfRange},
-		// Over the limit (but under gRPC's own 4x limit): a client bug, not retryable.
+		// Over the limit (but under gRPC's own limit, 9/8 of it): a client bug, not retryable.
 		{"oversize", rec(jsonRec(1, `{"x":"`+strings.Repeat("y", server.DefaultMaxMessageBytes)+`"}`)), codes.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,95 +3,234 @@ package server
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // DefaultReceiveBudget is the default of Options.ReceiveBudget: 256 MiB.
 const DefaultReceiveBudget = 256 << 20
 
-// budget is the server-wide bound on queued receive bytes (protocol.md
-// §6.7): a receiver takes a checked request's size from it before
-// queueing the request and the committer gives it back once the request is
-// committed (or the connection ends). While it is spent, receivers stop
-// calling Recv, so gRPC stops granting flow-control window and the
-// senders are pushed back instead of the server growing.
+// budget is the server-wide bound on the bytes of requests being read or
+// queued (protocol.md §6.7, README "Memory"). A receiver takes the most
+// one message can be (readHold) before it calls Recv, because gRPC lets a
+// whole message in as soon as it is asked to read one; once the message is
+// read it keeps what the decoded request weighs (record bytes plus their
+// overhead) and gives back the rest, and the committer gives that back
+// once the request is committed (or the connection ends). While it is
+// spent, receivers do not read, so gRPC grants no flow-control window
+// beyond the fixed per-call window and the senders are pushed back.
 //
-// Waiters are served first come, first served, so that many small
-// requests cannot starve a large one. A request larger than the whole
-// budget takes the whole budget.
+// Fairness between principals: a principal that holds more than its share
+// (the total divided by the principals holding or waiting) gets nothing
+// more while others wait, except that a principal holding nothing is
+// always served next. Within that, waiters are served first come, first
+// served, so that many small requests cannot starve a large one. A
+// request larger than the whole budget takes the whole budget.
+//
+// Idle reads: a receiver waiting in Recv holds the most a message can be
+// although nothing may come for minutes. When a waiter has waited
+// preemptAfter, the budget asks the longest-idle reader (of the principal
+// holding the most) to end its call politely (yield), which gives its hold
+// back; so that many open, quiet calls cannot keep others from being read.
 type budget struct {
 	mu      sync.Mutex
 	total   int64
 	free    int64
+	held    map[string]int64 // by principal
+	waiting map[string]int   // waiters by principal
 	waiters []*budgetWaiter
+	readers map[*readHold]struct{} // receivers in Recv, holding
 }
 
 type budgetWaiter struct {
+	who   string
 	n     int64
 	ready chan struct{} // closed once n was taken for the waiter
 }
 
-func newBudget(total int64) *budget { return &budget{total: total, free: total} }
+// readHold is what a receiver holds while it waits in Recv.
+type readHold struct {
+	who   string
+	n     int64
+	since time.Time
+	yield func() // asks the call to end (at most once)
+}
+
+// preemptAfter is how long a waiter waits before an idle reader is asked
+// to yield, and how long a reader must have been idle to be asked. A
+// variable for tests.
+var preemptAfter = time.Second
+
+func newBudget(total int64) *budget {
+	return &budget{total: total, free: total, held: map[string]int64{}, waiting: map[string]int{},
+		readers: map[*readHold]struct{}{}}
+}
 
 // clamp is what acquiring n really takes.
 func (b *budget) clamp(n int64) int64 { return min(max(n, 0), b.total) }
 
-// acquire takes n bytes, waiting while the budget is spent. It returns the
-// amount taken (give it back with release), or false if ctx ended first
-// (then nothing is taken).
-func (b *budget) acquire(ctx context.Context, n int64) (int64, bool) {
+// acquire takes n bytes for principal who, waiting while the budget is
+// spent or who is over its share. It returns the amount taken (give it
+// back with release), or false if ctx ended first (then nothing is taken).
+func (b *budget) acquire(ctx context.Context, who string, n int64) (int64, bool) {
 	n = b.clamp(n)
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.free >= n {
-		b.free -= n
+		b.take(who, n)
 		b.mu.Unlock()
 		return n, true
 	}
-	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	w := &budgetWaiter{who: who, n: n, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
+	b.waiting[who]++
+	b.grant()
 	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return n, true
-	case <-ctx.Done():
-		b.mu.Lock()
-		defer b.mu.Unlock()
+	t := time.NewTimer(preemptAfter)
+	defer t.Stop()
+	for {
 		select {
-		case <-w.ready: // granted meanwhile: give it back
-			b.free += n
-			b.grant()
-			return 0, false
-		default:
-		}
-		for i, x := range b.waiters {
-			if x == w {
-				b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-				break
+		case <-w.ready:
+			return n, true
+		case <-t.C:
+			b.preemptOne()
+			t.Reset(preemptAfter)
+		case <-ctx.Done():
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			select {
+			case <-w.ready: // granted meanwhile: give it back
+				b.give(who, n)
+				b.grant()
+				return 0, false
+			default:
 			}
+			b.dropWaiter(w)
+			b.grant() // the head may have changed
+			return 0, false
 		}
-		b.grant() // the head may have changed
-		return 0, false
 	}
 }
 
-// release gives back n bytes taken by acquire.
-func (b *budget) release(n int64) {
+// acquireRead takes a read hold of n bytes for a receiver about to call
+// Recv; yield is how the budget asks its call to end when others wait.
+// Give it back with doneReading.
+func (b *budget) acquireRead(ctx context.Context, who string, n int64, yield func()) (*readHold, bool) {
+	got, ok := b.acquire(ctx, who, n)
+	if !ok {
+		return nil, false
+	}
+	h := &readHold{who: who, n: got, since: time.Now(), yield: yield}
+	b.mu.Lock()
+	b.readers[h] = struct{}{}
+	b.mu.Unlock()
+	return h, true
+}
+
+// doneReading ends h's idle time: the message arrived (or the call ended).
+// The bytes stay taken.
+func (b *budget) doneReading(h *readHold) {
+	b.mu.Lock()
+	delete(b.readers, h)
+	b.mu.Unlock()
+}
+
+// release gives back n bytes taken by who.
+func (b *budget) release(who string, n int64) {
 	if n <= 0 {
 		return
 	}
 	b.mu.Lock()
-	b.free += n
+	b.give(who, n)
 	b.grant()
 	b.mu.Unlock()
 }
 
-// grant serves waiters in order while the budget allows. b.mu is held.
+func (b *budget) take(who string, n int64) {
+	b.free -= n
+	b.held[who] += n
+}
+
+func (b *budget) give(who string, n int64) {
+	b.free += n
+	if b.held[who] -= n; b.held[who] <= 0 {
+		delete(b.held, who)
+	}
+}
+
+func (b *budget) dropWaiter(w *budgetWaiter) {
+	for i, x := range b.waiters {
+		if x == w {
+			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
+			break
+		}
+	}
+	if b.waiting[w.who]--; b.waiting[w.who] <= 0 {
+		delete(b.waiting, w.who)
+	}
+}
+
+// share is what one principal may hold while others wait. b.mu is held.
+func (b *budget) share() int64 {
+	active := len(b.held)
+	for who := range b.waiting {
+		if _, ok := b.held[who]; !ok {
+			active++
+		}
+	}
+	return b.total / int64(max(active, 1))
+}
+
+// eligible reports whether w may be served now: no other principal
+// waits, or its principal holds nothing, or stays within its share.
+// b.mu is held.
+func (b *budget) eligible(w *budgetWaiter, share int64) bool {
+	if len(b.waiting) == 1 && b.waiting[w.who] > 0 {
+		return true
+	}
+	h := b.held[w.who]
+	return h == 0 || h+w.n <= share
+}
+
+// grant serves eligible waiters in order while the budget allows; the
+// first eligible one that does not fit keeps the free bytes for itself.
+// b.mu is held.
 func (b *budget) grant() {
-	for len(b.waiters) > 0 && b.free >= b.waiters[0].n {
-		w := b.waiters[0]
-		b.waiters[0] = nil
-		b.waiters = b.waiters[1:]
-		b.free -= w.n
+	for i := 0; i < len(b.waiters); {
+		w := b.waiters[i]
+		if !b.eligible(w, b.share()) {
+			i++
+			continue
+		}
+		if b.free < w.n {
+			return
+		}
+		b.dropWaiter(w)
+		b.take(w.who, w.n)
 		close(w.ready)
+	}
+}
+
+// preemptOne asks one reader that has been idle for preemptAfter to yield:
+// of the principal holding the most, the longest idle. The reader leaves
+// the registry, so that it is asked once.
+func (b *budget) preemptOne() {
+	b.mu.Lock()
+	var pick *readHold
+	cutoff := time.Now().Add(-preemptAfter)
+	for h := range b.readers {
+		if h.since.After(cutoff) {
+			continue
+		}
+		if pick == nil || b.held[h.who] > b.held[pick.who] ||
+			(b.held[h.who] == b.held[pick.who] && h.since.Before(pick.since)) {
+			pick = h
+		}
+	}
+	if pick != nil {
+		delete(b.readers, pick)
+	}
+	b.mu.Unlock()
+	if pick != nil && pick.yield != nil {
+		pick.yield()
 	}
 }
 
@@ -100,4 +239,11 @@ func (b *budget) inUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.total - b.free
+}
+
+// heldBy reports the bytes principal who holds (for tests).
+func (b *budget) heldBy(who string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[who]
 }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"time"
 )
 
 func TestBudget(t *testing.T) {
 	b := newBudget(100)
 	ctx := t.Context()
-	if n, ok := b.acquire(ctx, 60); !ok || n != 60 {
+	if n, ok := b.acquire(ctx, "p", 60); !ok || n != 60 {
 		t.Fatalf("acquire 60: %d %v", n, ok)
 	}
 	// A request larger than the whole budget takes the whole budget, once
 	// it is free; requests are served in order.
 	big := make(chan int64)
-	go func() { n, _ := b.acquire(ctx, 500); big <- n }()
+	go func() { n, _ := b.acquire(ctx, "p", 500); big <- n }()
 	for {
 		b.mu.Lock()
 		waiting := len(b.waiters)
@@ -26,7 +27,7 @@ func TestBudget(t *testing.T) {
 		runtime.Gosched()
 	}
 	small := make(chan bool)
-	go func() { _, ok := b.acquire(ctx, 10); small <- ok }()
+	go func() { _, ok := b.acquire(ctx, "p", 10); small <- ok }()
 	for {
 		b.mu.Lock()
 		waiting := len(b.waiters)
@@ -40,24 +41,104 @@ func TestBudget(t *testing.T) {
 	if b.inUse() != 60 {
 		t.Fatalf("in use %d", b.inUse())
 	}
-	b.release(60)
+	b.release("p", 60)
 	if n := <-big; n != 100 {
 		t.Fatalf("big took %d, want the whole budget", n)
 	}
-	b.release(100)
+	b.release("p", 100)
 	if !<-small {
 		t.Fatal("small not served")
 	}
-	b.release(10)
+	b.release("p", 10)
 	// A cancelled waiter takes nothing.
-	b.acquire(ctx, 100)
+	b.acquire(ctx, "p", 100)
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if n, ok := b.acquire(cctx, 1); ok || n != 0 {
+	if n, ok := b.acquire(cctx, "p", 1); ok || n != 0 {
 		t.Fatalf("cancelled acquire: %d %v", n, ok)
 	}
-	b.release(100)
+	b.release("p", 100)
 	if b.inUse() != 0 || len(b.waiters) != 0 {
 		t.Fatalf("in use %d, waiters %d", b.inUse(), len(b.waiters))
+	}
+}
+
+// waitWaiters spins until b has n waiters.
+func waitWaiters(t *testing.T, b *budget, n int) {
+	t.Helper()
+	for {
+		b.mu.Lock()
+		w := len(b.waiters)
+		b.mu.Unlock()
+		if w == n {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestBudgetShare (issue 21): while another principal waits, a principal
+// over its share (the total over the principals holding or waiting) is not
+// served, even ahead of it in the queue; a principal holding nothing is.
+func TestBudgetShare(t *testing.T) {
+	b := newBudget(100)
+	ctx := t.Context()
+	if _, ok := b.acquire(ctx, "a", 95); !ok {
+		t.Fatal("a: 95")
+	}
+	aMore := make(chan bool)
+	go func() { _, ok := b.acquire(ctx, "a", 20); aMore <- ok }()
+	waitWaiters(t, b, 1)
+	bGot := make(chan bool)
+	go func() { _, ok := b.acquire(ctx, "b", 10); bGot <- ok }()
+	waitWaiters(t, b, 2)
+	b.release("a", 10) // 15 free: a (85 held, share 50) must wait, b goes first
+	if !<-bGot {
+		t.Fatal("b not served")
+	}
+	select {
+	case <-aMore:
+		t.Fatal("a served over its share while b waited")
+	default:
+	}
+	if b.heldBy("a") != 85 || b.heldBy("b") != 10 {
+		t.Fatalf("held a %d b %d", b.heldBy("a"), b.heldBy("b"))
+	}
+	b.release("b", 10) // b gone: a alone, its share is everything
+	b.release("a", 5)
+	if !<-aMore {
+		t.Fatal("a not served once alone")
+	}
+}
+
+// TestBudgetPreemptsIdleReader (issue 21): a reader that holds a read hold
+// idle is asked to yield once a waiter has waited preemptAfter; a reader
+// that got its message is not.
+func TestBudgetPreemptsIdleReader(t *testing.T) {
+	defer func(d time.Duration) { preemptAfter = d }(preemptAfter)
+	preemptAfter = 10 * time.Millisecond
+	b := newBudget(100)
+	ctx := t.Context()
+	yielded := make(chan string, 2)
+	idle, ok := b.acquireRead(ctx, "a", 60, func() { yielded <- "idle" })
+	if !ok {
+		t.Fatal("read hold")
+	}
+	busy, _ := b.acquireRead(ctx, "a", 40, func() { yielded <- "busy" })
+	b.doneReading(busy) // its message arrived
+	got := make(chan bool)
+	go func() { _, ok := b.acquire(ctx, "b", 50); got <- ok }()
+	if who := <-yielded; who != "idle" {
+		t.Fatalf("%s reader asked to yield", who)
+	}
+	b.doneReading(idle)
+	b.release("a", idle.n) // its call ended
+	if !<-got {
+		t.Fatal("waiter not served")
+	}
+	select {
+	case who := <-yielded:
+		t.Fatalf("%s asked again", who)
+	default:
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc/encoding"
@@ -29,13 +30,34 @@ func newServerCodec(maxBytes int) serverCodec {
 
 func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
 
+// tooLargeMsg is the reason a message over the limit is refused.
+func tooLargeMsg(n, limit int) string {
+	return fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", n, limit)
+}
+
+// rawRequest is a stream request as received: serverCodec copies its
+// bytes out of gRPC's buffers once, and decode.go decodes them (records
+// stay in that copy).
+type rawRequest struct {
+	buf      []byte
+	tooLarge int // > 0: the size of a message over the limit (buf is nil)
+}
+
 func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*rawRequest); ok {
+		if n := data.Len(); n > c.maxBytes {
+			r.tooLarge = n
+			return nil
+		}
+		r.buf = data.Materialize()
+		return nil
+	}
 	if n := data.Len(); n > c.maxBytes {
 		m, ok := v.(proto.Message)
 		if !ok {
-			return fmt.Errorf("message of %d bytes exceeds the %d-byte limit", n, c.maxBytes)
+			return errors.New(tooLargeMsg(n, c.maxBytes))
 		}
-		markMalformed(m, fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", n, c.maxBytes))
+		markMalformed(m, tooLargeMsg(n, c.maxBytes))
 		return nil
 	}
 	err := c.base.Unmarshal(data, v)

@@ -52,6 +52,12 @@ func (c *conn) run() error {
 			if err := c.startClose(s.opts.CloseGrace); err != nil {
 				return err
 			}
+		case <-c.yieldC:
+			// The receive budget is spent and this call's receiver has been
+			// waiting for a message, holding its share: rotate, as idle.
+			if err := c.startClose(s.opts.CloseGrace); err != nil {
+				return err
+			}
 		case <-sessionC:
 			sessionC = nil
 			if err := c.startClose(s.opts.CloseGrace); err != nil {

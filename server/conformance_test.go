@@ -774,10 +774,11 @@ func TestOversizeMessageLimits(t *testing.T) {
 		msg  string
 	}{
 		{"just over the limit", limit + 1, codes.InvalidArgument, "-byte limit"},
-		{"under 4x the limit", 4*limit - 100, codes.InvalidArgument, "-byte limit"},
-		// Over 4x gRPC refuses the message itself, before reading it, to
-		// bound memory: RESOURCE_EXHAUSTED (which clients retry).
-		{"over 4x the limit", 4*limit + 1, codes.ResourceExhausted, ""},
+		{"under 9/8 of the limit", limit + limit/8 - 40, codes.InvalidArgument, "-byte limit"},
+		// Over 9/8 of it gRPC refuses the message itself, before reading it,
+		// to bound memory (a receiver takes that much of the budget before
+		// it reads): RESOURCE_EXHAUSTED (which clients retry).
+		{"over 9/8 of the limit", limit + limit/8 + 1, codes.ResourceExhausted, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, id := pcreate(t, ts, c, "")
@@ -799,7 +800,7 @@ func TestOversizeMessageLimits(t *testing.T) {
 	}
 	// An oversize first message is refused the same way.
 	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(jsonCreate(ts.Table+strings.Repeat("x", 2*limit)), ""))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table+strings.Repeat("x", limit)), ""))
 	_, err := pend(t, st)
 	wantCode(t, err, codes.InvalidArgument)
 	if !strings.Contains(err.Error(), "byte limit") {

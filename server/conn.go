@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -12,22 +13,38 @@ import (
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
-// service adapts Server to the generated interface.
+// service adapts Server to the generated interface. Its two stream
+// methods are registered by serviceDesc, which receives their requests
+// undecoded; the generated ones are never called.
 type service struct {
 	ingestpb.UnimplementedZerobusServer
 	s *Server
 }
 
-func (v *service) EphemeralStream(st grpc.BidiStreamingServer[ingestpb.EphemeralStreamRequest, ingestpb.EphemeralStreamResponse]) error {
-	return v.s.serveStream(KindEphemeral, ephemeralWire{st})
-}
-
-func (v *service) PersistentStream(st grpc.BidiStreamingServer[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse]) error {
-	return v.s.serveStream(KindPersistent, persistentWire{st})
+// serviceDesc is the generated service description with the two stream
+// handlers replaced by ones that read each request as bytes (rawRequest),
+// for decode.go, instead of decoding it with protobuf.
+func serviceDesc() *grpc.ServiceDesc {
+	d := ingestpb.Zerobus_ServiceDesc
+	d.Streams = slices.Clone(d.Streams)
+	for i := range d.Streams {
+		switch d.Streams[i].StreamName {
+		case "EphemeralStream":
+			d.Streams[i].Handler = func(srv any, st grpc.ServerStream) error {
+				return srv.(*service).s.serveStream(KindEphemeral, ephemeralWire{st})
+			}
+		case "PersistentStream":
+			d.Streams[i].Handler = func(srv any, st grpc.ServerStream) error {
+				return srv.(*service).s.serveStream(KindPersistent, persistentWire{st})
+			}
+		}
+	}
+	return &d
 }
 
 func (v *service) RetireStream(ctx context.Context, req *ingestpb.RetireStreamRequest) (*ingestpb.RetireStreamResponse, error) {
-	return v.s.retire(ctx, req)
+	r, err := v.s.retire(ctx, req)
+	return r, capStatus(err)
 }
 
 // conn is one call of EphemeralStream or PersistentStream ("a connection"
@@ -57,6 +74,7 @@ type conn struct {
 	ackOnly bool         // Options.Engine == EngineAckOnly: records are not validated
 
 	first  chan firstMsg // the receiver's first message, or why there is none
+	yieldC chan struct{} // the budget asks the call to end (conn.yield)
 	opened chan struct{} // closed by the handler once the open succeeded
 	q      queue
 	out    outbox
@@ -109,15 +127,20 @@ func (c *conn) takeFault(kinds ...FaultKind) (Fault, bool) {
 // principal's cap, open the stream from the first message (which must come
 // within Options.FirstMessageTimeout), then commit until the call ends.
 func (s *Server) serveStream(kind StreamKind, w wire) error {
+	return capStatus(s.serveCall(kind, w))
+}
+
+// serveCall is serveStream before its status is bounded (echo.go).
+func (s *Server) serveCall(kind StreamKind, w wire) error {
 	ctx := w.context()
 	p, err := s.opts.Auth.authenticate(ctx)
 	if err != nil {
-		s.log.Info("call rejected", "kind", kindName(kind), "err", err)
+		s.log.Info("call rejected", "kind", kindName(kind), "err", capStatus(err))
 		return err
 	}
 	done, err := s.admit(p)
 	if err != nil {
-		s.log.Info("call rejected", "kind", kindName(kind), "principal", p.Name, "err", err)
+		s.log.Info("call rejected", "kind", kindName(kind), "principal", p.Name, "err", capStatus(err))
 		return err
 	}
 	defer done()
@@ -125,9 +148,9 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 		return err
 	}
 	c := &conn{s: s, w: w, kind: kind, principal: p, ackOnly: s.opts.Engine == EngineAckOnly,
-		first: make(chan firstMsg, 1), opened: make(chan struct{})}
+		first: make(chan firstMsg, 1), opened: make(chan struct{}), yieldC: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.q.init(s.budget)
+	c.q.init(s.budget, p.Name)
 	c.out.init()
 	defer func() {
 		c.cancel(nil)
@@ -144,7 +167,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 		err = c.open(first)
 	}
 	if err != nil {
-		s.log.Info("open refused", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "err", err)
+		s.log.Info("open refused", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "err", capStatus(err))
 		return err
 	}
 	s.log.Info("stream opened", "kind", kindName(kind), "principal", p.Name, "stream", c.id, "table", c.table, "watermark", c.watermark)
@@ -154,7 +177,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 	err = c.run()
 	c.out.drain(c.ctx)
 	c.out.stop()
-	s.log.Info("stream connection ended", "kind", kindName(kind), "stream", c.id, "watermark", c.watermark, "err", err)
+	s.log.Info("stream connection ended", "kind", kindName(kind), "stream", c.id, "watermark", c.watermark, "err", capStatus(err))
 	return err
 }
 
@@ -177,6 +200,8 @@ func (c *conn) awaitFirst() (*clientMsg, error) {
 		return nil, c.fencedErr()
 	case <-c.s.draining:
 		return nil, status.Error(codes.Unavailable, "server shutting down")
+	case <-c.yieldC:
+		return nil, status.Errorf(codes.Unavailable, "server busy: no first message within %v while other calls wait to be read", preemptAfter)
 	}
 }
 

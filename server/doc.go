@@ -13,7 +13,9 @@
 //	open.go      the create and resume handshakes, fencing of older writers
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
-//	budget.go    the server-wide receive budget
+//	budget.go    the server-wide receive budget, shared fairly, idle readers
+//	decode.go    stream requests decoded from their wire format, one copy
+//	echo.go      what a client sent, quoted only in part
 //	commit.go    the committer: appends, strict duplicates, idle rotation
 //	send.go      the sender: acks and close signals, never blocking commits
 //	limits.go    limits and their defaults, the per-principal cap

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -34,6 +35,22 @@ const (
 	// the answer before closing the transport (a dead peer).
 	DefaultKeepaliveTime    = time.Minute
 	DefaultKeepaliveTimeout = 20 * time.Second
+	// DefaultMaxHeaderBytes bounds a call's request headers: a bearer
+	// token (an OAuth JWT is a few KiB), the table name and gRPC's own.
+	DefaultMaxHeaderBytes = 64 << 10
+)
+
+// Flow-control windows, fixed (gRPC's default grows each window to 16 MiB
+// by estimating the bandwidth-delay product, which let 200 calls hold
+// 3 GB of data the server had not asked for). streamWindow is what a call
+// can have in flight to the server while its receiver is not reading: part
+// of the per-call memory (README, "Memory"); 256 KiB keeps two batches of
+// 100 KiB in flight per stream on loopback. connWindow only paces a
+// transport (gRPC grants it back as data arrives, read or not), so it is
+// larger, for the calls sharing one.
+const (
+	streamWindow = 256 << 10
+	connWindow   = 4 << 20
 )
 
 // applyLimitDefaults fills the zero limits of o with their defaults and
@@ -62,6 +79,12 @@ func applyLimitDefaults(o *Options) error {
 	if o.ReceiveBudget == 0 {
 		o.ReceiveBudget = DefaultReceiveBudget
 	}
+	if o.MaxHeaderBytes < 0 {
+		return errors.New("server: negative limit")
+	}
+	if o.MaxHeaderBytes == 0 {
+		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	return nil
 }
 
@@ -72,6 +95,9 @@ func limitServerOptions(o Options) []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(o.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: o.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout}),
+		grpc.MaxHeaderListSize(uint32(min(o.MaxHeaderBytes, math.MaxUint32))),
+		grpc.StaticStreamWindowSize(streamWindow),
+		grpc.StaticConnWindowSize(connWindow),
 	}
 }
 

@@ -21,7 +21,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 	}
 	table := cr.GetTableName()
 	if !validTableName(table) {
-		return invalid("table_name %q is not catalog.schema.table", table)
+		return invalid("table_name %q is not catalog.schema.table in valid UTF-8", clip(table))
 	}
 	schema, err := newRecordSchema(cr.GetRecordType(), cr.GetDescriptorProto())
 	if err != nil {
@@ -57,7 +57,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 			return status.Errorf(codes.Internal, "store returned stream %q for another principal, table or kind", stored.ID)
 		case stored.RecordType != meta.RecordType ||
 			(schema.typ == ingestpb.RecordType_PROTO && !sameDescriptor(stored.Descriptor, meta.Descriptor)):
-			return invalid("client_request_id %q already names a stream with another record type or descriptor", m.requestID)
+			return invalid("client_request_id %q already names a stream with another record type or descriptor", clip(m.requestID))
 		case stored.Retired:
 			return errRetired(stored.ID)
 		}
@@ -102,7 +102,7 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 		return storeStatus(err)
 	}
 	if meta.Kind != KindPersistent {
-		return status.Errorf(codes.NotFound, "stream %q is not a persistent stream", id)
+		return status.Errorf(codes.NotFound, "stream %q is not a persistent stream", clip(id))
 	}
 	if err := s.opts.Auth.authorizeTable(c.ctx, c.principal, meta.Table, true); err != nil {
 		return err

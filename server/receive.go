@@ -33,8 +33,9 @@ const (
 )
 
 // queue passes items from the receiver to the committer. It is bounded
-// per connection (maxQueuedItems, maxQueuedBytes) and by the server's
-// receive budget, so that a slow store or a spent budget pushes back on
+// per connection (maxQueuedItems, maxQueuedBytes), and each item holds its
+// size of the server's receive budget (taken by the receiver before the
+// request was read), so that a slow store or a spent budget pushes back on
 // the client through gRPC flow control.
 type queue struct {
 	mu     sync.Mutex
@@ -44,12 +45,13 @@ type queue struct {
 	ready  chan struct{}
 	space  chan struct{}
 	budget *budget
+	who    string // the principal whose budget the items hold
 }
 
-func (q *queue) init(b *budget) {
+func (q *queue) init(b *budget, who string) {
 	q.ready = make(chan struct{}, 1)
 	q.space = make(chan struct{}, 1)
-	q.budget = b
+	q.budget, q.who = b, who
 }
 
 func notify(ch chan struct{}) {
@@ -60,7 +62,7 @@ func notify(ch chan struct{}) {
 }
 
 // push queues it, waiting for room; false if ctx ended or the queue was
-// closed first (then it holds nothing of the budget).
+// closed first (then what it held of the budget is given back).
 func (q *queue) push(ctx context.Context, it item) bool {
 	for !it.end {
 		q.mu.Lock()
@@ -72,15 +74,9 @@ func (q *queue) push(ctx context.Context, it item) bool {
 		select {
 		case <-q.space:
 		case <-ctx.Done():
+			q.release([]item{it})
 			return false
 		}
-	}
-	if !it.end && q.budget != nil {
-		n, ok := q.budget.acquire(ctx, int64(it.size))
-		if !ok {
-			return false
-		}
-		it.taken = n
 	}
 	q.mu.Lock()
 	if q.closed {
@@ -115,7 +111,7 @@ func (q *queue) release(items []item) {
 	for _, it := range items {
 		n += it.taken
 	}
-	q.budget.release(n)
+	q.budget.release(q.who, n)
 }
 
 // close refuses further items and releases what is queued.
@@ -134,7 +130,8 @@ func (q *queue) close() {
 // until the call ends. It runs in its own goroutine, tracked by Server.wg.
 func (c *conn) receive() {
 	defer c.s.wg.Done()
-	m, err := c.w.recv()
+	m, taken, err := c.read()
+	c.release(taken) // an open request is not queued
 	c.first <- firstMsg{m, err}
 	if err != nil {
 		return
@@ -147,30 +144,88 @@ func (c *conn) receive() {
 	last := c.watermark // written by the handler before it closed opened
 	n := 0
 	for {
-		m, err := c.w.recv()
+		m, taken, err := c.read()
 		c.recvN.Add(1)
 		if err != nil {
 			c.q.push(c.ctx, item{end: true, err: recvStatus(err)})
 			return
 		}
+		end := func(err error) {
+			c.release(taken)
+			c.q.push(c.ctx, item{end: true, err: err})
+		}
 		if m.kind == msgMalformed {
-			c.q.push(c.ctx, item{end: true, err: invalid("%s", m.malformed)})
+			end(invalid("%s", m.malformed))
 			return
 		}
 		if m.kind != msgIngest {
-			c.q.push(c.ctx, item{end: true, err: invalid("%s after the stream was opened", m.kind)})
+			end(invalid("%s after the stream was opened", m.kind))
 			return
 		}
 		n++
 		it, err := c.check(m, &last)
 		if err != nil {
-			c.q.push(c.ctx, item{end: true, err: err})
+			end(err)
 			return
 		}
-		it.seq = n
+		// What the request weighs was taken; what is not queued goes back.
+		it.seq, it.taken = n, int64(it.size)
+		c.release(taken - it.taken)
 		if !c.q.push(c.ctx, it) {
 			return
 		}
+	}
+}
+
+// read reads and decodes one message within the receive budget: it takes
+// the most a message can be before asking gRPC for one (gRPC lets the
+// whole message in once asked), then, for a batch, what slicing its
+// records adds before slicing them. It returns the message and the budget
+// taken for it, which covers its buffer and records (give back what is
+// not kept), or the error that ended the call (then nothing is held).
+func (c *conn) read() (*clientMsg, int64, error) {
+	s := c.s
+	h, ok := s.budget.acquireRead(c.ctx, c.principal.Name, int64(s.readLimit), c.yield)
+	if !ok {
+		return nil, 0, c.fencedErr()
+	}
+	raw, err := c.w.recv()
+	s.budget.doneReading(h)
+	if err != nil {
+		c.release(h.n)
+		return nil, 0, err
+	}
+	if raw.tooLarge > 0 {
+		return &clientMsg{kind: msgMalformed, malformed: tooLargeMsg(raw.tooLarge, s.opts.MaxMessageBytes)}, h.n, nil
+	}
+	m := decodeRequest(c.kind, raw.buf)
+	taken := h.n
+	if m.batchParts != nil {
+		need := int64(len(raw.buf)) + int64(m.nrec)*recordOverhead
+		if need > taken {
+			more, ok := s.budget.acquire(c.ctx, c.principal.Name, need-taken)
+			if !ok {
+				c.release(taken)
+				return nil, 0, c.fencedErr()
+			}
+			taken += more
+		}
+		m.fillRecords()
+	}
+	m.size = len(raw.buf)
+	return m, taken, nil
+}
+
+// release gives back n bytes of the receive budget taken by c.
+func (c *conn) release(n int64) { c.s.budget.release(c.principal.Name, n) }
+
+// yield asks the call to end politely because others wait for the budget
+// its idle receiver holds (budget.preemptOne): before the open, at once;
+// after, as a rotation (close signal, then a clean end).
+func (c *conn) yield() {
+	select {
+	case c.yieldC <- struct{}{}:
+	default:
 	}
 }
 
@@ -201,7 +256,7 @@ func (c *conn) check(m *clientMsg, last *int64) (item, error) {
 	if off <= *last {
 		it := item{dup: true, batch: Batch{Offset: off}}
 		if c.strictDuplicates() {
-			it.batch.Records, it.size = m.records, recordsSize(m.records)
+			it.batch.Records, it.size = m.records, heldSize(m)
 		}
 		return it, nil
 	}
@@ -214,7 +269,7 @@ func (c *conn) check(m *clientMsg, last *int64) (item, error) {
 		}
 	}
 	*last = off
-	return item{batch: Batch{Offset: off, Records: m.records}, size: recordsSize(m.records)}, nil
+	return item{batch: Batch{Offset: off, Records: m.records}, size: heldSize(m)}, nil
 }
 
 // recordsSize is what a request's records count toward the receive bounds.
@@ -224,6 +279,12 @@ func recordsSize(recs [][]byte) int {
 		size += len(r) + recordOverhead
 	}
 	return size
+}
+
+// heldSize is what a queued request holds: its records, and the rest of
+// the received buffer they are sliced from (kept alive by them).
+func heldSize(m *clientMsg) int {
+	return max(recordsSize(m.records), m.size+len(m.records)*recordOverhead)
 }
 
 // len reports the number of queued items.

@@ -28,7 +28,7 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 		return nil, storeStatus(err)
 	}
 	if meta.Kind != KindPersistent {
-		return nil, invalid("stream %q is ephemeral: only persistent streams can be retired", id)
+		return nil, invalid("stream %q is ephemeral: only persistent streams can be retired", clip(id))
 	}
 	if err := s.opts.Auth.authorizeTable(ctx, p, meta.Table, false); err != nil {
 		return nil, err

@@ -16,8 +16,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-
-	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
 // DefaultMaxMessageBytes is the largest request message accepted: 10 MiB.
@@ -44,8 +42,15 @@ type Options struct {
 	// DefaultMaxMessageBytes); a larger one ends the call with
 	// INVALID_ARGUMENT "message of N bytes exceeds the M-byte limit", which
 	// clients do not retry. To bound memory, gRPC itself refuses a message
-	// over 4 * MaxMessageBytes before reading it, with RESOURCE_EXHAUSTED.
+	// over 9/8 * MaxMessageBytes before reading it, with
+	// RESOURCE_EXHAUSTED.
 	MaxMessageBytes int
+	// MaxHeaderBytes bounds the request headers of a call (gRPC's
+	// MaxHeaderListSize; default DefaultMaxHeaderBytes). A Zerobus client
+	// sends a bearer token, the table name and a few gRPC headers; gRPC
+	// itself would accept 16 MiB per call and hold them for the call's
+	// life.
+	MaxHeaderBytes int
 	// Logger receives connection events. Nil: discard. Tokens are never
 	// logged.
 	Logger *slog.Logger
@@ -95,12 +100,16 @@ type Options struct {
 	// a silent transport and close it when the ping is not answered (see
 	// the Default* constants).
 	KeepaliveMinTime, KeepaliveTime, KeepaliveTimeout time.Duration
-	// ReceiveBudget bounds, for the whole server, the bytes of checked
-	// requests queued between the receivers and the committers (default
-	// DefaultReceiveBudget). When it is spent, receivers stop reading and
-	// HTTP/2 flow control pushes back on the senders. What gRPC buffers
-	// before a message is read (a flow-control window per call) is outside
-	// it.
+	// ReceiveBudget bounds, for the whole server, the bytes of requests
+	// being read or queued between the receivers and the committers
+	// (default DefaultReceiveBudget): a receiver takes the largest message
+	// gRPC reads (9/8 MaxMessageBytes) before reading one, then keeps what
+	// the request weighs until it is committed. When it is spent,
+	// receivers stop reading and HTTP/2 flow control pushes back on the
+	// senders; a principal over its share waits while others wait (see
+	// the README, "Memory", for the whole bound). What gRPC buffers for a
+	// call that is not reading (its fixed flow-control window, StreamWindow)
+	// is outside it, and counted per call.
 	ReceiveBudget int64
 }
 
@@ -119,6 +128,9 @@ type Server struct {
 	callsMu sync.Mutex
 	calls   map[string]int // open stream calls per principal
 	budget  *budget
+	// readLimit is the largest message gRPC reads (grpcRecvLimit), and so
+	// what a receiver takes from the budget before it reads one.
+	readLimit int
 
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -142,13 +154,14 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts:     opts,
-		store:    opts.Store,
-		log:      opts.Logger,
-		streams:  map[string]*streamEntry{},
-		calls:    map[string]int{},
-		budget:   newBudget(opts.ReceiveBudget),
-		draining: make(chan struct{}),
+		opts:      opts,
+		store:     opts.Store,
+		log:       opts.Logger,
+		streams:   map[string]*streamEntry{},
+		calls:     map[string]int{},
+		budget:    newBudget(opts.ReceiveBudget),
+		readLimit: grpcRecvLimit(opts.MaxMessageBytes),
+		draining:  make(chan struct{}),
 	}
 	switch opts.Engine {
 	case EngineStore:
@@ -176,18 +189,20 @@ func New(opts Options) (*Server, error) {
 		gopts = append(gopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}
 	s.grpc = grpc.NewServer(gopts...)
-	ingestpb.RegisterZerobusServer(s.grpc, &service{s: s})
+	s.grpc.RegisterService(serviceDesc(), &service{s: s})
 	return s, nil
 }
 
-// grpcRecvLimit is gRPC's own receive limit: 4 * maxMessageBytes, so that
-// a message somewhat over the limit reaches serverCodec, which refuses it
-// with INVALID_ARGUMENT (not retryable), while memory stays bounded.
+// grpcRecvLimit is gRPC's own receive limit: maxMessageBytes and an
+// eighth, so that a message somewhat over the limit reaches serverCodec,
+// which refuses it with INVALID_ARGUMENT (not retryable). It is also what
+// a receiver takes from the receive budget before it reads a message, so
+// it is kept close to the limit (it was 4x, which let 64 calls pin 2.5 GB).
 func grpcRecvLimit(maxMessageBytes int) int {
-	if maxMessageBytes > math.MaxInt/4 {
-		return math.MaxInt
+	if maxMessageBytes > math.MaxInt32 {
+		return math.MaxInt32
 	}
-	return 4 * maxMessageBytes
+	return maxMessageBytes + max(maxMessageBytes/8, 1)
 }
 
 // LoadTLS returns a server TLS configuration from PEM certificate and key

@@ -92,6 +92,9 @@ func TestSoakHostileClients(t *testing.T) {
 		servertest.WithPrincipal(hostileTok, server.Principal{Name: "mallory", Tables: []string{servertest.DefaultTable}}),
 		servertest.WithOptions(func(o *server.Options) {
 			o.ReceiveBudget = soakBudget
+			// A receiver takes 9/8 of the message limit before it reads: with
+			// 10 MiB messages a 16 MiB budget reads one message at a time.
+			o.MaxMessageBytes = 1 << 20
 			o.FirstMessageTimeout = 2 * time.Second
 		}))
 

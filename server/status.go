@@ -19,13 +19,13 @@ var errSuperseded = status.Error(codes.Aborted, "superseded by a newer connectio
 var errRetiring = status.Error(codes.Aborted, "stream is being retired")
 
 func errRetired(id string) error {
-	return status.Errorf(codes.NotFound, "stream %q is retired", id)
+	return status.Errorf(codes.NotFound, "stream %q is retired", clip(id))
 }
 
 // errNotFound is the one answer for a stream id that does not exist or
 // belongs to another principal (see owns): the two are indistinguishable.
 func errNotFound(id string) error {
-	return status.Errorf(codes.NotFound, "stream %q not found", id)
+	return status.Errorf(codes.NotFound, "stream %q not found", clip(id))
 }
 
 func invalid(format string, a ...any) error {

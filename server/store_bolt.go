@@ -39,6 +39,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,7 +99,9 @@ func WithBoltLockTimeout(d time.Duration) BoltOption {
 }
 
 // WithBoltMaxGroup bounds one group commit to n writes and about maxBytes
-// bytes of records (defaults 1000 and 64 MiB); values below 1 keep the
+// bytes of records (defaults 1000 and 16 MiB: the encoded records and
+// bbolt's dirty pages of one group are memory beyond the server's receive
+// budget); values below 1 keep the
 // default.
 func WithBoltMaxGroup(n, maxBytes int) BoltOption {
 	return func(c *boltConfig) {
@@ -116,7 +119,7 @@ var _ Store = (*BoltStore)(nil)
 // OpenBoltStore opens, or creates, the durable store in dir (created if
 // missing) and starts its committer goroutine, which Close stops.
 func OpenBoltStore(dir string, opts ...BoltOption) (*BoltStore, error) {
-	cfg := boltConfig{lockTimeout: 5 * time.Second, maxGroup: 1000, maxBytes: 64 << 20}
+	cfg := boltConfig{lockTimeout: 5 * time.Second, maxGroup: 1000, maxBytes: 16 << 20}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -173,33 +176,73 @@ func (s *BoltStore) write(ctx context.Context, size int, apply func(tx *bolt.Tx)
 	return <-r.err
 }
 
-// commitLoop is the committer: it takes the first queued write, every other
-// one already queued (up to the group bounds), applies them all in one
-// transaction and commits it with one sync. Writes queued while it syncs
-// form the next group.
+// commitLoop is the committer: it takes the queued writes and applies
+// them in one transaction committed with one sync, up to the group bounds;
+// writes queued while it syncs form the next group. Small writes (under
+// smallWrite: creates, retires, appends of a few records) go first, in a
+// group of their own, so that a flood of large appends from some clients
+// does not put others' small writes behind all of it (issue 21: a
+// one-record call waited for seconds of 16 MiB groups); large ones keep
+// their order.
 func (s *BoltStore) commitLoop() {
 	defer close(s.done)
-	var group []*boltReq
-	for r := range s.reqs {
-		group = append(group[:0], r)
-		size := r.size
+	var backlog, group []*boltReq
+	smallLast := false
+	written := 0 // bytes committed since the last dropMapped
+	for {
+		if len(backlog) == 0 {
+			r, ok := <-s.reqs
+			if !ok {
+				return
+			}
+			backlog = append(backlog, r)
+		}
 	drain:
-		for len(group) < s.maxGroup && size < s.maxBytes {
+		for len(backlog) < 4*s.maxGroup {
 			select {
-			case r2, ok := <-s.reqs:
+			case r, ok := <-s.reqs:
 				if !ok {
 					break drain
 				}
-				group = append(group, r2)
-				size += r2.size
+				backlog = append(backlog, r)
 			default:
 				break drain
 			}
 		}
+		// Small writes waiting: a group of them alone, committed (and
+		// synced) in a fraction of a large group's time; but never twice in
+		// a row, so that a steady stream of small writes cannot starve the
+		// large ones.
+		onlySmall := !smallLast && slices.ContainsFunc(backlog, func(r *boltReq) bool { return r.size < smallWrite })
+		smallLast = onlySmall
+		group, size := group[:0], 0
+		kept := backlog[:0]
+		for _, r := range backlog {
+			fits := len(group) < s.maxGroup && (size < s.maxBytes || r.size < smallWrite) && (!onlySmall || r.size < smallWrite)
+			if fits && (len(group) == 0 || r.size < smallWrite || size+r.size <= s.maxBytes) {
+				group = append(group, r)
+				size += r.size
+			} else {
+				kept = append(kept, r)
+			}
+		}
+		clear(backlog[len(kept):])
+		backlog = kept
 		s.commit(group)
+		if written += size; written >= dropMappedEvery {
+			written = 0
+			dropMapped(s.db)
+		}
 		clear(group)
 	}
 }
+
+// dropMappedEvery is how many committed bytes go between two dropMapped.
+const dropMappedEvery = 64 << 20
+
+// smallWrite is the size under which a write is never kept waiting by the
+// group's byte bound.
+const smallWrite = 64 << 10
 
 // commit applies group in one transaction and answers each request. A
 // request whose apply fails gets its error and is left out: the
@@ -414,12 +457,15 @@ func (s *BoltStore) Stream(_ context.Context, id string) (StreamMeta, error) {
 // Append implements Store. The contract is checked in the transaction that
 // writes, so concurrent Appends to one stream cannot interleave wrongly: of
 // two Appends at the same offset, one is stored and the other refused.
+//
+// Each batch is encoded inside the transaction, by the committer, not
+// here: the server's receive budget covers the records while they wait,
+// and an encoded copy made before waiting would double what waits (issue
+// 21); in the committer, copies exist for one group at a time.
 func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) error {
 	size := 0
-	values := make([][]byte, len(batches))
-	for i, b := range batches {
-		values[i] = encodeBatch(b.Records)
-		size += len(values[i])
+	for _, b := range batches {
+		size += encodedSize(b.Records)
 	}
 	if len(batches) == 0 {
 		// Nothing to write: check the stream as an Append would.
@@ -445,8 +491,8 @@ func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) erro
 		if recs == nil {
 			return fmt.Errorf("server: bolt store: stream %q has no records bucket", id)
 		}
-		for i, b := range batches {
-			if err := recs.Put(offsetKey(b.Offset), values[i]); err != nil {
+		for _, b := range batches {
+			if err := recs.Put(offsetKey(b.Offset), encodeBatch(b.Records)); err != nil {
 				return fmt.Errorf("server: bolt store: %w", err)
 			}
 			st.records += int64(len(b.Records))
@@ -581,14 +627,19 @@ func offsetKey(off int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(off))
 }
 
-// encodeBatch is a batch's stored value: uvarint record count, then each
-// record as uvarint length and bytes.
-func encodeBatch(records [][]byte) []byte {
+// encodedSize bounds the size of encodeBatch's output.
+func encodedSize(records [][]byte) int {
 	n := binary.MaxVarintLen64
 	for _, r := range records {
 		n += binary.MaxVarintLen64 + len(r)
 	}
-	v := make([]byte, 0, n)
+	return n
+}
+
+// encodeBatch is a batch's stored value: uvarint record count, then each
+// record as uvarint length and bytes.
+func encodeBatch(records [][]byte) []byte {
+	v := make([]byte, 0, encodedSize(records))
 	v = binary.AppendUvarint(v, uint64(len(records)))
 	for _, r := range records {
 		v = binary.AppendUvarint(v, uint64(len(r)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -16,8 +17,13 @@ import (
 )
 
 // validTableName reports whether name has exactly three non-empty
-// dot-separated parts.
+// dot-separated parts, in valid UTF-8: a name that is not would be stored
+// differently by the engines (bbolt's JSON metadata turns invalid bytes
+// into U+FFFD, after which the same client's resume no longer matches).
 func validTableName(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
 	parts := strings.Split(name, ".")
 	if len(parts) != 3 {
 		return false

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"time"
-	"unsafe"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -49,92 +48,41 @@ type clientMsg struct {
 	records   [][]byte                            // msgIngest
 	batch     bool                                // msgIngest: IngestRecordBatchRequest
 	malformed string                              // msgMalformed
+	size      int                                 // bytes of the message received
+
+	// A batch is decoded in two steps (decode.go): its records are counted
+	// (nrec) and their parts kept, then fillRecords slices them.
+	nrec       int
+	batchParts wireParts
 }
 
 // wire hides the message types of the two stream kinds.
 type wire interface {
 	context() context.Context
 	sendHeader() error
-	recv() (*clientMsg, error)
+	// recv reads the next message and returns its bytes, undecoded
+	// (decodeRequest decodes them), or why there is none.
+	recv() (*rawRequest, error)
 	sendCreated(id *string) error
 	sendResumed(watermark *int64) error
 	sendAck(upTo *int64) error
 	sendClose(d time.Duration) error
 }
 
-func ingestMsg(r *ingestpb.IngestRecordRequest) *clientMsg {
-	m := &clientMsg{kind: msgIngest, offset: r.OffsetId}
-	switch rec := r.Record.(type) {
-	case *ingestpb.IngestRecordRequest_ProtoEncodedRecord:
-		m.recType, m.records = ingestpb.RecordType_PROTO, [][]byte{rec.ProtoEncodedRecord}
-	case *ingestpb.IngestRecordRequest_JsonRecord:
-		m.recType, m.records = ingestpb.RecordType_JSON, [][]byte{stringBytes(rec.JsonRecord)}
-	}
-	return m
-}
-
-func batchMsg(r *ingestpb.IngestRecordBatchRequest) *clientMsg {
-	m := &clientMsg{kind: msgIngest, offset: r.OffsetId, batch: true}
-	switch b := r.Batch.(type) {
-	case *ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch:
-		m.recType, m.records = ingestpb.RecordType_PROTO, b.ProtoEncodedBatch.GetRecords()
-	case *ingestpb.IngestRecordBatchRequest_JsonBatch:
-		m.recType = ingestpb.RecordType_JSON
-		recs := b.JsonBatch.GetRecords()
-		m.records = make([][]byte, len(recs))
-		for i, s := range recs {
-			m.records[i] = stringBytes(s)
-		}
-	}
-	return m
-}
-
-// emptyMsg classifies a request without payload.
-func emptyMsg(r proto.Message) *clientMsg {
-	if why, ok := decodeError(r); ok {
-		return &clientMsg{kind: msgMalformed, malformed: why}
-	}
-	return &clientMsg{kind: msgEmpty}
-}
-
-// stringBytes views a decoded JSON record as bytes without copying it.
-// The records of a request are never modified (Store.Append must not
-// modify them either), which is what makes sharing the string's memory
-// safe.
-func stringBytes(s string) []byte {
-	return unsafe.Slice(unsafe.StringData(s), len(s))
-}
-
 func durationOf(d time.Duration) *durationpb.Duration {
 	return durationpb.New(max(d, 0))
 }
 
-type ephemeralWire struct {
-	st grpc.BidiStreamingServer[ingestpb.EphemeralStreamRequest, ingestpb.EphemeralStreamResponse]
-}
+type ephemeralWire struct{ st grpc.ServerStream }
 
 func (w ephemeralWire) context() context.Context { return w.st.Context() }
 
 func (w ephemeralWire) sendHeader() error { return w.st.SendHeader(metadata.MD{}) }
 
-func (w ephemeralWire) recv() (*clientMsg, error) {
-	r, err := w.st.Recv()
-	if err != nil {
-		return nil, err
-	}
-	switch p := r.Payload.(type) {
-	case *ingestpb.EphemeralStreamRequest_CreateStream:
-		return &clientMsg{kind: msgCreate, create: p.CreateStream}, nil
-	case *ingestpb.EphemeralStreamRequest_IngestRecord:
-		return ingestMsg(p.IngestRecord), nil
-	case *ingestpb.EphemeralStreamRequest_IngestRecordBatch:
-		return batchMsg(p.IngestRecordBatch), nil
-	}
-	return emptyMsg(r), nil
-}
+func (w ephemeralWire) recv() (*rawRequest, error) { return recvRaw(w.st) }
 
 func (w ephemeralWire) send(p *ingestpb.EphemeralStreamResponse) error {
-	return w.st.Send(p)
+	return w.st.SendMsg(p)
 }
 
 func (w ephemeralWire) sendCreated(id *string) error {
@@ -156,35 +104,16 @@ func (w ephemeralWire) sendClose(d time.Duration) error {
 		CloseStreamSignal: &ingestpb.CloseStreamSignal{Duration: durationOf(d)}}})
 }
 
-type persistentWire struct {
-	st grpc.BidiStreamingServer[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse]
-}
+type persistentWire struct{ st grpc.ServerStream }
 
 func (w persistentWire) context() context.Context { return w.st.Context() }
 
 func (w persistentWire) sendHeader() error { return w.st.SendHeader(metadata.MD{}) }
 
-func (w persistentWire) recv() (*clientMsg, error) {
-	r, err := w.st.Recv()
-	if err != nil {
-		return nil, err
-	}
-	switch p := r.Payload.(type) {
-	case *ingestpb.PersistentStreamRequest_CreateStream:
-		return &clientMsg{kind: msgCreate, create: p.CreateStream.GetCreateStream(),
-			requestID: p.CreateStream.GetClientRequestId()}, nil
-	case *ingestpb.PersistentStreamRequest_ResumeStream:
-		return &clientMsg{kind: msgResume, resume: p.ResumeStream}, nil
-	case *ingestpb.PersistentStreamRequest_IngestRecord:
-		return ingestMsg(p.IngestRecord), nil
-	case *ingestpb.PersistentStreamRequest_IngestRecordBatch:
-		return batchMsg(p.IngestRecordBatch), nil
-	}
-	return emptyMsg(r), nil
-}
+func (w persistentWire) recv() (*rawRequest, error) { return recvRaw(w.st) }
 
 func (w persistentWire) send(p *ingestpb.PersistentStreamResponse) error {
-	return w.st.Send(p)
+	return w.st.SendMsg(p)
 }
 
 func (w persistentWire) sendCreated(id *string) error {
@@ -205,6 +134,15 @@ func (w persistentWire) sendAck(upTo *int64) error {
 func (w persistentWire) sendClose(d time.Duration) error {
 	return w.send(&ingestpb.PersistentStreamResponse{Payload: &ingestpb.PersistentStreamResponse_CloseStreamSignal{
 		CloseStreamSignal: &ingestpb.CloseStreamSignal{Duration: durationOf(d)}}})
+}
+
+// recvRaw reads one request's bytes (serverCodec fills a rawRequest).
+func recvRaw(st grpc.ServerStream) (*rawRequest, error) {
+	r := &rawRequest{}
+	if err := st.RecvMsg(r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // watermarkPtr is the wire form of a watermark: absent when nothing is

@@ -18,9 +18,9 @@ package main
 // to ask for next (past the watermark: none left). Errors are {"error": "..."} with 400, 401, 404, 405 or 503.
 //
 // With tokens, every request needs "Authorization: Bearer TOKEN" and a
-// principal sees only the streams it owns (those it created), as the
-// Zerobus service answers another principal's resume with NOT_FOUND. In open
-// mode everything is visible.
+// token sees only the streams its principal owns (those it created) on the
+// tables the token is scoped to, as the Zerobus service answers another
+// principal's resume with NOT_FOUND. In open mode everything is visible.
 
 import (
 	"bytes"
@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
@@ -43,8 +44,22 @@ const (
 )
 
 // adminPageBytes bounds the record bytes of one page (a single batch can
-// exceed it); next then says where to continue. A variable for tests.
-var adminPageBytes = 16 << 20
+// exceed it); next then says where to continue. A page is held in memory
+// about four times while it is written (the records read, compacted, and
+// encoded), so with adminMaxConcurrent requests the endpoint holds at most
+// about 64 MiB, plus one batch (at most the message limit) per request.
+// A variable for tests. (It was 16 MiB, with no limit on requests: 60
+// clients asking for a page and never reading it pinned 4.4 GB.)
+var adminPageBytes = 4 << 20
+
+// adminMaxConcurrent requests are served at once; a request waits at most
+// adminQueueWait for its turn and then gets 503. A client that does not
+// read its answer holds its turn until the server's write timeout
+// (adminWriteTimeout in serve.go) cuts it.
+var (
+	adminMaxConcurrent = 4
+	adminQueueWait     = 5 * time.Second
+)
 
 // streamInfo is a stream as the admin API and "streams -json" show it.
 type streamInfo struct {
@@ -194,10 +209,12 @@ type adminHandler struct {
 	tokens tokenTable // empty: open mode
 	log    *slog.Logger
 	mux    *http.ServeMux
+	turns  chan struct{} // adminMaxConcurrent
 }
 
 func newAdminHandler(store server.Store, tokens tokenTable, log *slog.Logger) http.Handler {
-	h := &adminHandler{r: storeReader{store}, tokens: tokens, log: log, mux: http.NewServeMux()}
+	h := &adminHandler{r: storeReader{store}, tokens: tokens, log: log, mux: http.NewServeMux(),
+		turns: make(chan struct{}, adminMaxConcurrent)}
 	h.mux.HandleFunc("GET /v1/streams", h.list)
 	h.mux.HandleFunc("GET /v1/streams/{id}", h.show)
 	h.mux.HandleFunc("GET /v1/streams/{id}/records", h.records)
@@ -225,6 +242,18 @@ func (h *adminHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		adminWriteJSON(w, http.StatusMethodNotAllowed, adminError{"the admin API is read-only: use GET"})
 		return
 	}
+	t := time.NewTimer(adminQueueWait)
+	defer t.Stop()
+	select {
+	case h.turns <- struct{}{}:
+		defer func() { <-h.turns }()
+	case <-t.C:
+		w.Header().Set("Retry-After", "1")
+		adminWriteJSON(w, http.StatusServiceUnavailable, adminError{fmt.Sprintf("busy: %d admin requests in progress, try again", adminMaxConcurrent)})
+		return
+	case <-req.Context().Done():
+		return
+	}
 	h.mux.ServeHTTP(w, req)
 }
 
@@ -241,16 +270,18 @@ func (h *adminHandler) authenticate(req *http.Request) (server.Principal, string
 	}
 	p, ok := h.tokens.lookup(strings.TrimSpace(tok))
 	if !ok {
-		return server.Principal{}, "unknown bearer token"
+		return server.Principal{}, "wrong token: no principal has this bearer token"
 	}
 	return p, ""
 }
 
 // visible reports whether the caller may see stream m: in open mode every
-// stream, otherwise only its own.
+// stream, otherwise only its own and only on a table its token is scoped
+// to. The scope is the token's own: a name is not enough (buildTokens
+// refuses one name with two scopes, and this check holds even so).
 func adminVisible(ctx context.Context, m server.StreamMeta) bool {
 	p, ok := ctx.Value(principalKey{}).(server.Principal)
-	return !ok || m.Principal == p.Name
+	return !ok || (m.Principal == p.Name && p.CanWrite(m.Table))
 }
 
 func (h *adminHandler) list(w http.ResponseWriter, req *http.Request) {

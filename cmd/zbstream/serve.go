@@ -32,6 +32,7 @@ const (
 	boltLockTimeout   = time.Second
 	adminStopTimeout  = 2 * time.Second
 	adminReadTimeouts = 10 * time.Second
+	adminWriteTimeout = 30 * time.Second // a page written to a client that does not read
 )
 
 const serveSynopsis = `serve [flags]
@@ -138,6 +139,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts.Auth, opts.Logger = auth, log
 	opts.MaxMessageBytes = int(c.maxMessage)
 	opts.ReceiveBudget = int64(c.receiveBudget)
+	memLimit := setServeMemoryLimit(c.engine, opts.ReceiveBudget)
 	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
 	var tlsConf *tls.Config
 	if c.tlsCert != "" {
@@ -195,7 +197,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log.Info("zbstream server listening", "addr", lis.Addr().String(), "engine", c.engine, "data", dataLog(c),
 		"tls", tlsConf != nil, "auth", authLog(tokens, clients), "strict_duplicates", opts.StrictDuplicates,
-		"rotate", opts.SessionAge)
+		"rotate", opts.SessionAge, "memory_limit", memLimit)
 	fmt.Fprintf(stdout, "endpoint: %s://%s\n", scheme, lis.Addr())
 
 	errc := make(chan error, 2)
@@ -224,6 +226,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Handler:           handler,
 			ReadHeaderTimeout: adminReadTimeouts,
 			ReadTimeout:       adminReadTimeouts,
+			WriteTimeout:      adminWriteTimeout,
 			IdleTimeout:       time.Minute,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/zbstream/zbstream/grpcio"
@@ -85,6 +86,7 @@ func buildTokens(specs []string, file string) (tokenTable, error) {
 		}
 	}
 	tokens := tokenTable{}
+	scopes := map[string]server.Principal{} // by name: one scope per principal
 	for _, s := range all {
 		tok, p, err := parseTokenSpec(s.spec)
 		if err != nil {
@@ -97,6 +99,14 @@ func buildTokens(specs []string, file string) (tokenTable, error) {
 		if _, dup := tokens[tok]; dup {
 			return nil, withCode(exitUsage, fmt.Errorf("%s: principal %q: the same token is given twice", s.where, p.Name))
 		}
+		// A name is who owns a stream (StreamMeta.Principal): two scopes
+		// under one name would let each token resume, retire and read the
+		// other's streams.
+		if q, seen := scopes[p.Name]; seen && !sameTables(q.Tables, p.Tables) {
+			return nil, withCode(exitUsage, fmt.Errorf("%s: principal %q is given twice with different tables (%s and %s): use one name per scope",
+				s.where, p.Name, strings.Join(q.Tables, ","), strings.Join(p.Tables, ",")))
+		}
+		scopes[p.Name] = p
 		tokens[tok] = p
 	}
 	return tokens, nil
@@ -163,4 +173,12 @@ func buildOAuth(specs []string) ([]server.OAuthClient, error) {
 		clients = append(clients, c)
 	}
 	return clients, nil
+}
+
+// sameTables reports whether two table lists grant the same tables.
+func sameTables(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
