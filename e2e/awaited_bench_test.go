@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/internal/rawclient"
 	"github.com/zbstream/zbstream/server"
 )
@@ -45,30 +44,12 @@ func reportAwaited(b *testing.B, batch int, cpu0 time.Duration) {
 
 func awaitClient(b *testing.B, endpoint string, batch int) {
 	ctx := context.Background()
-	c, err := zbstream.NewClient(endpoint)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	s, err := c.CreatePersistentStream(ctx, benchTable)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rec := benchRecord()
-	recs := make([][]byte, batch)
-	for i := range recs {
-		recs[i] = rec
-	}
+	s, call := openBenchStream(b, endpoint, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
 	for range b.N {
-		var off int64
-		if batch == 1 {
-			off, err = s.IngestRecord(ctx, rec)
-		} else {
-			off, err = s.IngestBatch(ctx, recs)
-		}
+		off, err := call(ctx)
 		if err == nil {
 			err = s.Wait(ctx, off)
 		}

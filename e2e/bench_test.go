@@ -74,14 +74,17 @@ func reportRecords(b *testing.B, batch int, cpu0 time.Duration) {
 	b.SetBytes(int64(1024 * batch))
 }
 
-func benchClient(b *testing.B, endpoint string, batch int, opts ...zbstream.StreamOption) {
-	ctx := context.Background()
+// openBenchStream opens a persistent stream for a client benchmark and
+// returns it with the function that makes one call: batch records of
+// benchRecord (one record per call when batch is 1). The client is closed
+// when the benchmark function returns.
+func openBenchStream(b *testing.B, endpoint string, batch int, opts ...zbstream.StreamOption) (*zbstream.Stream, func(context.Context) (int64, error)) {
 	c, err := zbstream.NewClient(endpoint)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
-	s, err := c.CreatePersistentStream(ctx, benchTable, opts...)
+	b.Cleanup(func() { c.Close() })
+	s, err := c.CreatePersistentStream(context.Background(), benchTable, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -90,16 +93,22 @@ func benchClient(b *testing.B, endpoint string, batch int, opts ...zbstream.Stre
 	for i := range recs {
 		recs[i] = rec
 	}
+	return s, func(ctx context.Context) (int64, error) {
+		if batch == 1 {
+			return s.IngestRecord(ctx, rec)
+		}
+		return s.IngestBatch(ctx, recs)
+	}
+}
+
+func benchClient(b *testing.B, endpoint string, batch int, opts ...zbstream.StreamOption) {
+	ctx := context.Background()
+	s, call := openBenchStream(b, endpoint, batch, opts...)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
 	for range b.N {
-		if batch == 1 {
-			_, err = s.IngestRecord(ctx, rec)
-		} else {
-			_, err = s.IngestBatch(ctx, recs)
-		}
-		if err != nil {
+		if _, err := call(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
