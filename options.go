@@ -105,7 +105,11 @@ func WithAppName(name string) Option {
 // message the client hands gRPC is a fresh one on the heap, never modified
 // afterwards and never sharing memory with the stream's record copies or,
 // with WithNoCopy, the application's buffers. Keeping messages costs only
-// the memory kept. A stream interceptor may send a different message
+// the memory kept, but a stats handler or an interceptor that wraps the
+// stream (as tracing does) makes the client encode each call into fresh
+// heap memory rather than gRPC's buffer pool, since it may keep what it
+// is shown: more work for the garbage collector (in BenchmarkEndToEnd,
+// about 1.5 µs of CPU per record in batches of 100). A stream interceptor may send a different message
 // instead of the client's; it must not modify the client's message in
 // place (gRPC's own contract for SendMsg), as the client sends the
 // encoding it made. A codec forced through default call options is

@@ -12,17 +12,17 @@ import (
 // message, a message a stream interceptor sends instead of ours, every
 // response) as gRPC's proto codec does.
 //
-// The bytes it returns are heap buffers made for that one message: gRPC
-// never returns them to a pool (mem.SliceBuffer frees nothing), so they
-// stay valid for as long as gRPC's transport, tracing or a stats handler
-// holds them.
+// The buffers it returns for an ingest call are that call's alone: fresh
+// heap buffers that stay valid for as long as gRPC's transport, tracing or
+// a stats handler holds them, or buffers of gRPC's pool, which gRPC frees
+// once written, when the conn has found that nothing else sees the
+// messages (encodingPool).
 //
-// msg and wire are set by Send around its SendMsg and read by Marshal,
-// which gRPC calls on the same goroutine, within SendMsg.
+// sending is set by Send around its SendMsg and read by Marshal, which
+// gRPC calls on the same goroutine, within SendMsg.
 type sendCodec struct {
-	base encoding.CodecV2
-	msg  any
-	wire [][]byte
+	base    encoding.CodecV2
+	sending encoded // msg nil: nothing is being sent
 }
 
 func newSendCodec() *sendCodec { return &sendCodec{base: encoding.GetCodecV2(proto.Name)} }
@@ -33,12 +33,9 @@ func newSendCodec() *sendCodec { return &sendCodec{base: encoding.GetCodecV2(pro
 // modified our message in place would not; gRPC's contract already forbids
 // modifying a message once it is handed to SendMsg.)
 func (c *sendCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if c.msg != nil && v == c.msg {
-		data := make(mem.BufferSlice, len(c.wire))
-		for i, b := range c.wire {
-			data[i] = mem.SliceBuffer(b)
-		}
-		return data, nil
+	if e := c.sending; e.msg != nil && v == e.msg {
+		c.sending = encoded{} // gRPC owns the buffers now: hand them over once
+		return e.buffers(), nil
 	}
 	return c.base.Marshal(v)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
@@ -19,13 +20,18 @@ import (
 // record memory: gRPC's tracing, stats handlers, interceptors and binary
 // log may keep a message after the call that took it returns and read it
 // later ("It is not safe to modify the message after calling SendMsg"). An
-// ingest call is encoded once, into a heap buffer of its own (encodeCall),
+// ingest call is encoded once, into buffers of its own (encodeCall; from
+// gRPC's pool only when nothing but gRPC can see the message, see
+// encodingPool),
 // and gRPC is handed a message that aliases that buffer, with codec passing
 // the buffer through: the record is copied once, as when gRPC encoded the
 // message itself, and the copy belongs to gRPC from then on.
 type conn struct {
-	st     grpc.ClientStream
-	codec  *sendCodec
+	st    grpc.ClientStream
+	codec *sendCodec
+	// pool is where encodings come from (encodingPool); nil: fresh heap
+	// buffers.
+	pool   mem.BufferPool
 	ctx    context.Context
 	cancel context.CancelFunc
 	kind   core.Kind
@@ -47,10 +53,10 @@ func newConn(ctx context.Context, cancel context.CancelFunc, req streamio.OpenRe
 // here, while they are encoded, before SendMsg: what gRPC sees is the
 // encoding, which is the conn's to give away.
 func (c *conn) Send(call streamio.Call) error {
-	e := encodeCall(c.kind, c.recordJSON, call)
-	c.codec.msg, c.codec.wire = e.msg, e.wire
+	e := encodeCall(c.pool, c.kind, c.recordJSON, call)
+	c.codec.sending = e
 	err := c.st.SendMsg(e.msg)
-	c.codec.msg, c.codec.wire = nil, nil
+	c.codec.sending = encoded{}
 	if err == nil {
 		return nil
 	}

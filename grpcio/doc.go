@@ -33,11 +33,16 @@
 //     every receive uses a fresh message;
 //   - nothing handed to gRPC points into the stream's record memory (the
 //     off-heap arena of package io, or the application's buffers with
-//     NoCopy): an ingest call is encoded once into a heap buffer made for
+//     NoCopy): an ingest call is encoded once into buffers made for
 //     it, the message gRPC sees aliases that buffer, and the call's codec
 //     passes the buffer through. The record is copied once on its way out,
-//     as when gRPC encoded the message itself, and the garbage collector
-//     frees the copy once nobody holds it.
+//     as when gRPC encoded the message itself.
+//   - the buffers come from gRPC's buffer pool, and go back to it when
+//     gRPC frees them once written, only when nothing but gRPC's own code
+//     can read the message later: no tracing, no stats handler, no stream
+//     interceptor wrapping the stream (encodingPool checks each call, and
+//     takes "cannot tell" for "yes"). Otherwise they are fresh heap
+//     buffers that the garbage collector frees once nobody holds them.
 //
 // The call's codec keeps the content-type gRPC's default codec sends
 // (application/grpc); the bytes on the wire are the proto encoding of the

@@ -3,6 +3,7 @@ package grpcio
 import (
 	"unsafe"
 
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/zbstream/zbstream/core"
@@ -23,37 +24,65 @@ const (
 	fieldBatchRecords    = 1 // JsonRecordBatch.records and ProtoEncodedRecordBatch.records
 )
 
-// encoded is one ingest call ready for gRPC: wire is its encoding, in heap
-// buffers made for this call alone, and msg is the same call as a message
+// encoded is one ingest call ready for gRPC: wire is its encoding, in
+// buffers taken for this call alone, and msg is the same call as a message
 // whose records alias wire. Neither is modified after it is made, and
-// neither points into the stream's record memory: both belong to gRPC (and
-// to whatever gRPC hands them to) once Send passes them on, for as long as
-// anyone keeps them. The garbage collector frees them.
+// neither points into the stream's record memory: both are handed to gRPC
+// by Send.
+//
+// Where the buffers come from is the conn's choice (encodingPool). With a
+// pool, they go back to it when gRPC frees them, which gRPC does once its
+// transport has written them: only chosen when nothing but gRPC's own code
+// ever sees msg. Without one, they are fresh heap buffers that belong to
+// gRPC, and to whatever gRPC hands msg to, for as long as anyone keeps
+// them; the garbage collector frees them.
 type encoded struct {
 	msg  any
 	wire [][]byte
+	// owners holds each wire buffer as the pool gave it, to return it;
+	// nil without a pool.
+	owners []*[]byte
+	pool   mem.BufferPool
+}
+
+// buffers returns the encoding as gRPC takes it from a codec: buffers that
+// go back to the pool when gRPC frees them, or plain slices.
+func (e encoded) buffers() mem.BufferSlice {
+	data := make(mem.BufferSlice, len(e.wire))
+	for i, b := range e.wire {
+		if e.pool == nil {
+			data[i] = mem.SliceBuffer(b)
+			continue
+		}
+		*e.owners[i] = b
+		data[i] = mem.NewBuffer(e.owners[i], e.pool)
+	}
+	return data
 }
 
 // chunkSize bounds each buffer of an encoding: allocations up to 32 KiB
-// come from the Go runtime's per-P caches, larger ones from the heap under
-// its lock, and once freed are given back to the OS (madvise) and faulted
-// in again: measured, a 108 KiB buffer per call cost several times the
-// copy itself. A record larger than a chunk gets a buffer of its own.
+// come from the Go runtime's per-P caches (and gRPC's pool has a tier of
+// that size), larger ones from the heap under its lock, and once freed
+// are given back to the OS (madvise) and faulted in again: measured, a
+// 108 KiB buffer per call cost several times the copy itself. A record
+// larger than a chunk gets a buffer of its own.
 const chunkSize = 32 << 10
 
 // chunks builds an encoding in buffers of at most chunkSize bytes (or one
 // record's size), never splitting a record, so that the message built over
-// them can alias each record. Each buffer is sized exactly for what will go
-// into it: the pieces already asked for and the records that follow, as
-// many as fit.
+// them can alias each record. Each buffer is sized for what will go into
+// it: the pieces already asked for and the records that follow, as many
+// as fit.
 type chunks struct {
-	bufs  [][]byte
-	recs  [][]byte         // the records not yet appended, in order
-	field protowire.Number // the field they are appended as
+	bufs   [][]byte
+	owners []*[]byte        // with a pool: each buffer as the pool gave it
+	pool   mem.BufferPool   // nil: fresh heap buffers
+	recs   [][]byte         // the records not yet appended, in order
+	field  protowire.Number // the field they are appended as
 }
 
-func newChunks(field protowire.Number, recs [][]byte) *chunks {
-	return &chunks{bufs: make([][]byte, 0, 2), recs: recs, field: field}
+func newChunks(pool mem.BufferPool, field protowire.Number, recs [][]byte) *chunks {
+	return &chunks{bufs: make([][]byte, 0, 2), pool: pool, recs: recs, field: field}
 }
 
 // room returns the buffer to append the next n bytes to, starting a new
@@ -73,8 +102,19 @@ func (c *chunks) room(n int) []byte {
 		}
 		size += p
 	}
-	c.bufs = append(c.bufs, make([]byte, 0, size))
+	if c.pool == nil {
+		c.bufs = append(c.bufs, make([]byte, 0, size))
+	} else {
+		p := c.pool.Get(size)
+		c.owners = append(c.owners, p)
+		c.bufs = append(c.bufs, (*p)[:0])
+	}
 	return c.bufs[len(c.bufs)-1]
+}
+
+// done returns the encoding with msg, the message built over it.
+func (c *chunks) done(msg any) encoded {
+	return encoded{msg: msg, wire: c.bufs, owners: c.owners, pool: c.pool}
 }
 
 // set stores b, the buffer room returned after appending to it.
@@ -120,15 +160,15 @@ func (c *chunks) header(outer protowire.Number, inner int, off int64, batch prot
 // IngestRecordBatchRequest. Encoding is the one copy of the records that
 // sending costs; the message shown to gRPC is built over the encoding
 // rather than copied again.
-func encodeCall(kind core.Kind, jsonRecords bool, call streamio.Call) encoded {
+func encodeCall(pool mem.BufferPool, kind core.Kind, jsonRecords bool, call streamio.Call) encoded {
 	recs := call.Records
 	if recs == nil {
-		return encodeOne(kind, jsonRecords, call.Wire, call.Record)
+		return encodeOne(pool, kind, jsonRecords, call.Wire, call.Record)
 	}
 	if len(recs) == 1 {
-		return encodeOne(kind, jsonRecords, call.Wire, recs[0])
+		return encodeOne(pool, kind, jsonRecords, call.Wire, recs[0])
 	}
-	return encodeBatch(kind, jsonRecords, call.Wire, recs)
+	return encodeBatch(pool, kind, jsonRecords, call.Wire, recs)
 }
 
 // oneView holds every part of a single-record message in one allocation.
@@ -143,7 +183,7 @@ type oneView struct {
 	perIn ingestpb.PersistentStreamRequest_IngestRecord
 }
 
-func encodeOne(kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded {
+func encodeOne(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded {
 	recField := protowire.Number(fieldProtoRecord)
 	if jsonRecords {
 		recField = fieldJSONRecord
@@ -154,7 +194,7 @@ func encodeOne(kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded 
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestRecord
 	}
-	c := newChunks(recField, [][]byte{rec})
+	c := newChunks(pool, recField, [][]byte{rec})
 	c.header(outerField, inner, off, 0, 0)
 	own := c.record()
 
@@ -170,11 +210,11 @@ func encodeOne(kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded 
 	if kind == core.Ephemeral {
 		v.ephIn.IngestRecord = &v.req
 		v.eph.Payload = &v.ephIn
-		return encoded{msg: &v.eph, wire: c.bufs}
+		return c.done(&v.eph)
 	}
 	v.perIn.IngestRecord = &v.req
 	v.per.Payload = &v.perIn
-	return encoded{msg: &v.per, wire: c.bufs}
+	return c.done(&v.per)
 }
 
 // batchView holds every part of a batch message but its record list in one
@@ -192,7 +232,7 @@ type batchView struct {
 	perIn     ingestpb.PersistentStreamRequest_IngestRecordBatch
 }
 
-func encodeBatch(kind core.Kind, jsonRecords bool, off int64, recs [][]byte) encoded {
+func encodeBatch(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int64, recs [][]byte) encoded {
 	list := 0
 	for _, r := range recs {
 		list += protowire.SizeTag(fieldBatchRecords) + protowire.SizeBytes(len(r))
@@ -207,7 +247,7 @@ func encodeBatch(kind core.Kind, jsonRecords bool, off int64, recs [][]byte) enc
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestBatch
 	}
-	c := newChunks(fieldBatchRecords, recs)
+	c := newChunks(pool, fieldBatchRecords, recs)
 	c.header(outerField, inner, off, batchField, list)
 
 	v := &batchView{off: off}
@@ -232,11 +272,11 @@ func encodeBatch(kind core.Kind, jsonRecords bool, off int64, recs [][]byte) enc
 	if kind == core.Ephemeral {
 		v.ephIn.IngestRecordBatch = &v.req
 		v.eph.Payload = &v.ephIn
-		return encoded{msg: &v.eph, wire: c.bufs}
+		return c.done(&v.eph)
 	}
 	v.perIn.IngestRecordBatch = &v.req
 	v.per.Payload = &v.perIn
-	return encoded{msg: &v.per, wire: c.bufs}
+	return c.done(&v.per)
 }
 
 // bytesString returns b's bytes as a string without copying them. Only for

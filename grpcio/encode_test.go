@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/core"
@@ -66,25 +67,56 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 	for name, call := range calls {
 		for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
 			for _, jsonRecords := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s/%v/json=%v", name, kind, jsonRecords), func(t *testing.T) {
-					want, err := proto.MarshalOptions{Deterministic: true}.Marshal(reference(kind, jsonRecords, call))
-					if err != nil {
-						t.Fatal(err)
-					}
-					e := encodeCall(kind, jsonRecords, call)
-					wire := bytes.Join(e.wire, nil)
-					if !bytes.Equal(wire, want) {
-						t.Fatalf("encoding differs from proto.Marshal:\n got %x\nwant %x", wire[:min(len(wire), 64)], want[:min(len(want), 64)])
-					}
-					checkChunks(t, e.wire)
-					if !proto.Equal(e.msg.(proto.Message), reference(kind, jsonRecords, call)) {
-						t.Errorf("the message shown to gRPC is not the call: %v", e.msg)
-					}
-				})
+				for _, pooled := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%v/json=%v/pooled=%v", name, kind, jsonRecords, pooled), func(t *testing.T) {
+						want, err := proto.MarshalOptions{Deterministic: true}.Marshal(reference(kind, jsonRecords, call))
+						if err != nil {
+							t.Fatal(err)
+						}
+						var pool *countingPool
+						e := encodeCall(nil, kind, jsonRecords, call)
+						if pooled {
+							pool = new(countingPool)
+							e = encodeCall(pool, kind, jsonRecords, call)
+						}
+						wire := bytes.Join(e.wire, nil)
+						if !bytes.Equal(wire, want) {
+							t.Fatalf("encoding differs from proto.Marshal:\n got %x\nwant %x", wire[:min(len(wire), 64)], want[:min(len(want), 64)])
+						}
+						if !proto.Equal(e.msg.(proto.Message), reference(kind, jsonRecords, call)) {
+							t.Errorf("the message shown to gRPC is not the call: %v", e.msg)
+						}
+						data := e.buffers()
+						if got := data.Materialize(); !bytes.Equal(got, want) {
+							t.Fatalf("what the codec hands gRPC differs from proto.Marshal:\n got %x\nwant %x", got[:min(len(got), 64)], want[:min(len(want), 64)])
+						}
+						data.Free()
+						if !pooled {
+							checkChunks(t, e.wire)
+							return
+						}
+						if pool.gets != len(e.wire) || pool.puts != pool.gets {
+							t.Errorf("%d buffers, %d taken from the pool, %d given back when gRPC freed them: want all", len(e.wire), pool.gets, pool.puts)
+						}
+					})
+				}
 			}
 		}
 	}
 }
+
+// countingPool is a mem.BufferPool that counts what is taken and given
+// back. Its buffers have room to spare, as a pool's tiers do, and are
+// large enough for gRPC to give each back.
+type countingPool struct{ gets, puts int }
+
+func (p *countingPool) Get(n int) *[]byte {
+	p.gets++
+	b := make([]byte, n, n+2048)
+	return &b
+}
+
+func (p *countingPool) Put(*[]byte) { p.puts++ }
 
 // checkChunks checks that each of an encoding's buffers was sized exactly
 // for what went into it.
@@ -106,7 +138,7 @@ func TestEncodeCallChunks(t *testing.T) {
 	for i := range batch {
 		batch[i] = rec
 	}
-	e := encodeCall(core.Persistent, true, streamio.Call{Wire: 5, Records: batch})
+	e := encodeCall(nil, core.Persistent, true, streamio.Call{Wire: 5, Records: batch})
 	if len(e.wire) < 4 {
 		t.Fatalf("100 KB encoded in %d buffers, want at least 4 of at most %d bytes", len(e.wire), chunkSize)
 	}
@@ -121,7 +153,7 @@ func TestEncodeCallChunks(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("b"), 3*chunkSize)
-	e = encodeCall(core.Persistent, false, streamio.Call{Wire: 6, Records: [][]byte{rec, big, rec}})
+	e = encodeCall(nil, core.Persistent, false, streamio.Call{Wire: 6, Records: [][]byte{rec, big, rec}})
 	sizes := make([]int, len(e.wire))
 	for i, b := range e.wire {
 		sizes[i] = len(b)
@@ -137,7 +169,7 @@ func TestEncodeCallChunks(t *testing.T) {
 func TestEncodeCallOwnsItsBytes(t *testing.T) {
 	recs := [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}
 	for _, call := range []streamio.Call{{Wire: 1, Record: recs[0]}, {Wire: 2, Records: recs}} {
-		e := encodeCall(core.Persistent, true, call)
+		e := encodeCall(nil, core.Persistent, true, call)
 		before, _ := proto.Marshal(e.msg.(proto.Message))
 		wire := bytes.Join(e.wire, nil)
 		for _, r := range recs {
@@ -152,7 +184,8 @@ func TestEncodeCallOwnsItsBytes(t *testing.T) {
 }
 
 // BenchmarkEncodeCall: what encoding costs per call (one record, and a
-// batch of 100), 1 KiB records: encodeCall, beside gRPC's proto codec
+// batch of 100), 1 KiB records: encodeCall into fresh heap buffers and
+// into gRPC's pool (given back as gRPC does once written), beside gRPC's proto codec
 // encoding a message built once (what a send cost when the conn reused one
 // message and gRPC encoded it into a pooled buffer).
 func BenchmarkEncodeCall(b *testing.B) {
@@ -168,7 +201,13 @@ func BenchmarkEncodeCall(b *testing.B) {
 		b.Run(bc.name+"/encodeCall", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = encodeCall(core.Persistent, true, bc.call)
+				_ = encodeCall(nil, core.Persistent, true, bc.call)
+			}
+		})
+		b.Run(bc.name+"/encodeCall-pooled", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				encodeCall(mem.DefaultBufferPool(), core.Persistent, true, bc.call).buffers().Free()
 			}
 		})
 		b.Run(bc.name+"/grpc-proto-codec", func(b *testing.B) {

@@ -36,6 +36,7 @@ type Config struct {
 // open starts an EphemeralStream or PersistentStream call on one
 // grpc.ClientConn, with fresh headers.
 type Transport struct {
+	cc     grpc.ClientConnInterface
 	client ingestpb.ZerobusClient
 	cfg    Config
 }
@@ -51,7 +52,7 @@ func NewTransport(cc grpc.ClientConnInterface, cfg Config) (*Transport, error) {
 	if err := CheckTable(cfg.Table); err != nil {
 		return nil, err
 	}
-	return &Transport{client: ingestpb.NewZerobusClient(cc), cfg: cfg}, nil
+	return &Transport{cc: cc, client: ingestpb.NewZerobusClient(cc), cfg: cfg}, nil
 }
 
 // CheckTable reports whether name is catalog.schema.table: exactly three
@@ -96,6 +97,7 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 		cancel()
 		return nil, connErr(err)
 	}
+	c.pool = encodingPool(t.cc, c.st)
 	if err := c.st.SendMsg(t.openMessage(req)); err != nil && !errors.Is(err, io.EOF) {
 		cancel()
 		return nil, connErr(err)
