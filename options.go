@@ -102,14 +102,16 @@ func WithAppName(name string) Option {
 // WithGRPCOptions adds gRPC dial options after zbstream's own. Stats
 // handlers, interceptors, binary logging and tracing among them may keep
 // the messages they are shown and read them at any time later: every
-// message the client hands gRPC is a fresh one on the heap, never modified
-// afterwards and never sharing memory with the stream's record copies or,
-// with WithNoCopy, the application's buffers. Keeping messages costs only
-// the memory kept, but a stats handler or an interceptor that wraps the
-// stream (as tracing does) makes the client encode each call into fresh
-// heap memory rather than gRPC's buffer pool, since it may keep what it
-// is shown: more work for the garbage collector (in BenchmarkEndToEnd,
-// about 1.5 µs of CPU per record in batches of 100). A stream interceptor may send a different message
+// message the client hands gRPC is a fresh one, never modified afterwards
+// and never sharing memory with the stream's record copies or, with
+// WithNoCopy, the application's buffers. With none of them, a call is
+// encoded into gRPC's buffer pool, which gRPC reuses once the call is
+// written. A stats handler, an interceptor that wraps the stream or the
+// call's codec, or tracing makes the client encode each call into heap
+// memory of its own instead, which stays valid for as long as anything
+// keeps it: keeping messages costs only the memory kept, but the garbage
+// collector has more to do (in BenchmarkEndToEnd, about 1.5 µs of CPU per
+// record in batches of 100). A stream interceptor may send a different message
 // instead of the client's; it must not modify the client's message in
 // place (gRPC's own contract for SendMsg), as the client sends the
 // encoding it made. A codec forced through default call options is

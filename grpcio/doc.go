@@ -40,9 +40,12 @@
 //   - the buffers come from gRPC's buffer pool, and go back to it when
 //     gRPC frees them once written, only when nothing but gRPC's own code
 //     can read the message later: no tracing, no stats handler, no stream
-//     interceptor wrapping the stream (encodingPool checks each call, and
-//     takes "cannot tell" for "yes"). Otherwise they are fresh heap
-//     buffers that the garbage collector frees once nobody holds them.
+//     interceptor wrapping the stream or the call's codec (encodingPool
+//     checks each call, and takes "cannot tell" for "yes"). Otherwise they
+//     are fresh heap buffers that the garbage collector frees once nobody
+//     holds them. So grpc.EnableTracing must be set, as gRPC documents,
+//     before any call is made: gRPC reads it again for every retried
+//     attempt of a call.
 //
 // The call's codec keeps the content-type gRPC's default codec sends
 // (application/grpc); the bytes on the wire are the proto encoding of the

@@ -10,47 +10,60 @@ import (
 )
 
 // encodingPool returns where a call's encodings come from: gRPC's buffer
-// pool when nothing but gRPC's own code can see the messages sent on st,
-// and nil (fresh heap buffers, freed by the garbage collector) otherwise.
+// pool when nothing but gRPC's own code can see the messages sent on st
+// (opened with codec as its forced codec), and nil (fresh heap buffers,
+// freed by the garbage collector) otherwise.
 //
-// Why it matters: a pooled buffer goes back to the pool when gRPC's
-// transport has written it (gRPC frees what a codec returns), and is then
-// reused, by this process's next encoding or by gRPC itself. That is safe
-// only if nobody reads the message (whose records alias the buffer) after
-// SendMsg returns. Within gRPC, the message is read later only by tracing
-// (grpc.EnableTracing: /debug/requests formats it lazily), a stats handler
-// (handed the message in OutPayload, it may keep it) and a stream
-// interceptor (it sees SendMsg's argument first); the binary log copies
-// what it logs. So the pool is used only when none of the three is there,
-// each checked for this very call:
-//
-//   - tracing is off (gRPC reads EnableTracing when it creates a stream,
-//     as Open just did);
-//   - st is gRPC's own stream, not one a stream interceptor returned (an
-//     interceptor that returns gRPC's stream unwrapped never sees a
-//     message);
-//   - cc is a *grpc.ClientConn with no stats handler, from the dial
-//     options or gRPC's global ones. gRPC has no API that says so: it is
-//     read from the ClientConn's combined handler, and if that cannot be
-//     read (a gRPC version that moved it, or another ClientConnInterface),
-//     the answer is "maybe", and maybe means fresh buffers.
+// Why it matters: a pooled buffer goes back to the pool when gRPC frees
+// it, which gRPC does once its transport has written it (and its retry
+// buffer let go of it), and is then reused, by this process's next
+// encoding or by gRPC itself. That is safe only if nobody reads the
+// message (whose records alias the buffer) after SendMsg returns. Within
+// gRPC, the message is read later only by tracing (grpc.EnableTracing:
+// /debug/requests formats it lazily), a stats handler (handed the message
+// in OutPayload, it may keep it), a stream interceptor (it sees SendMsg's
+// argument first) and the codec (handed the message; a stream interceptor
+// can wrap ours in one of its own); the binary log and compressors copy
+// what they read, within SendMsg. So the pool is used only when none of
+// them is there (lazyReaders).
 //
 // Fresh buffers cost the collector's work, most in a process whose heap is
 // small: measured in BenchmarkEndToEnd, a batch of 100 records cost 1.5 µs
 // more CPU per record than with the pool.
-func encodingPool(cc grpc.ClientConnInterface, st grpc.ClientStream) mem.BufferPool {
-	if grpc.EnableTracing || !grpcOwnStream(st) || mayHaveStatsHandler(cc) {
+func encodingPool(cc grpc.ClientConnInterface, st grpc.ClientStream, codec *sendCodec) mem.BufferPool {
+	if lazyReaders(grpc.EnableTracing, cc, st, codec) {
 		return nil
 	}
 	return mem.DefaultBufferPool()
 }
 
-// grpcOwnStream reports whether st sends through gRPC's own stream, with no
-// interceptor's stream in between. The generated client wraps what
+// lazyReaders reports whether code other than gRPC's own may read a
+// message sent on st after SendMsg returns, taking "cannot tell" for
+// "yes":
+//
+//   - tracing is on. gRPC reads grpc.EnableTracing for every attempt of a
+//     call, retries included, and documents that it is set before any
+//     call is made: set later, a retried attempt could trace a message
+//     whose buffers went back to the pool (see the package doc);
+//   - st is not gRPC's own stream sending with codec: a stream interceptor
+//     returned a stream of its own, or passed gRPC a codec other than ours
+//     (grpcOwnStream);
+//   - cc is not a *grpc.ClientConn with no stats handler, from the dial
+//     options or gRPC's global ones (mayHaveStatsHandler).
+func lazyReaders(tracing bool, cc grpc.ClientConnInterface, st grpc.ClientStream, codec *sendCodec) bool {
+	return tracing || !grpcOwnStream(st, codec) || mayHaveStatsHandler(cc)
+}
+
+// grpcOwnStream reports whether st sends through gRPC's own stream with
+// codec, nothing in between. The generated client wraps what
 // ClientConn.NewStream returned: gRPC's unexported clientStream inside its
 // clientStreamWrapper, unless a stream interceptor (from the dial options,
-// gRPC's global ones or a service config) returned a stream of its own.
-func grpcOwnStream(st grpc.ClientStream) bool {
+// gRPC's global ones or a service config) returned a stream of its own;
+// and the clientStream encodes with the codec of the call's options, which
+// an interceptor may have replaced. gRPC has no API for either: they are
+// read from its unexported types by reflection, and anything unexpected (a
+// gRPC version that changed them) answers false.
+func grpcOwnStream(st grpc.ClientStream, codec *sendCodec) bool {
 	switch g := st.(type) {
 	case *grpc.GenericClientStream[ingestpb.PersistentStreamRequest, ingestpb.PersistentStreamResponse]:
 		st = g.ClientStream
@@ -60,12 +73,17 @@ func grpcOwnStream(st grpc.ClientStream) bool {
 	v := reflect.ValueOf(st)
 	for v.IsValid() && v.Kind() == reflect.Pointer && !v.IsNil() {
 		t := v.Type().Elem()
-		if t.PkgPath() != "google.golang.org/grpc" {
+		if t.PkgPath() != "google.golang.org/grpc" || t.Kind() != reflect.Struct {
 			return false
 		}
 		switch t.Name() {
 		case "clientStream":
-			return true
+			c := v.Elem().FieldByName("codec")
+			if !c.IsValid() || c.Kind() != reflect.Interface || c.IsNil() {
+				return false
+			}
+			c = c.Elem()
+			return c.Type() == reflect.TypeOf(codec) && c.Pointer() == reflect.ValueOf(codec).Pointer()
 		case "clientStreamWrapper":
 			f := v.Elem().FieldByName("ClientStream")
 			if !f.IsValid() || f.Kind() != reflect.Interface {

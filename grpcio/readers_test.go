@@ -3,12 +3,16 @@ package grpcio
 import (
 	"context"
 	"net"
+	"slices"
 	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/stats"
 
+	"github.com/zbstream/zbstream/core"
+	streamio "github.com/zbstream/zbstream/io"
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
@@ -30,13 +34,17 @@ func (w wrappingStream) SendMsg(m any) error { return w.ClientStream.SendMsg(m) 
 // otherConn is a ClientConnInterface that is not a *grpc.ClientConn.
 type otherConn struct{ *grpc.ClientConn }
 
-// TestEncodingPoolOnlyWithoutLazyReaders: an ingest call's encoding comes
-// from gRPC's pool only when nothing but gRPC can see the message after
-// SendMsg: each lazy reader on its own (a stats handler, a stream
-// interceptor that wraps the stream, tracing) and a connection zbstream
-// cannot inspect make it fresh heap memory. An interceptor that returns
-// gRPC's stream as it is sees no message, and keeps the pool.
-func TestEncodingPoolOnlyWithoutLazyReaders(t *testing.T) {
+// wrappedCodec is a codec an interceptor put in place of the call's own:
+// it is handed every message, and may keep it.
+type wrappedCodec struct{ encoding.CodecV2 }
+
+// TestLazyReaders: an ingest call's encoding may come from gRPC's pool only
+// when nothing but gRPC can see the message after SendMsg. Each lazy reader
+// on its own (tracing, a stats handler, a stream interceptor that wraps the
+// stream, one that wraps the call's codec) and a connection zbstream
+// cannot inspect rule the pool out. An interceptor that passes gRPC's
+// stream and the call's options through sees no message, and keeps it.
+func TestLazyReaders(t *testing.T) {
 	srv := grpc.NewServer() // no service: the streams are only opened
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,20 +60,30 @@ func TestEncodingPoolOnlyWithoutLazyReaders(t *testing.T) {
 	passThrough := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		return streamer(ctx, desc, cc, method, opts...)
 	}
+	wrapCodec := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		opts = slices.Clone(opts)
+		for i, o := range opts {
+			if f, ok := o.(grpc.ForceCodecV2CallOption); ok {
+				opts[i] = grpc.ForceCodecV2(wrappedCodec{f.CodecV2})
+			}
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	}
 	for _, tc := range []struct {
 		name    string
 		opts    []grpc.DialOption
 		tracing bool
 		other   bool
-		pooled  bool
+		lazy    bool
 	}{
-		{name: "plain", pooled: true},
-		{name: "stats handler", opts: []grpc.DialOption{grpc.WithStatsHandler(keepingHandler{})}},
-		{name: "wrapping interceptor", opts: []grpc.DialOption{grpc.WithStreamInterceptor(wrap)}},
-		{name: "wrapping interceptor in a chain", opts: []grpc.DialOption{grpc.WithChainStreamInterceptor(passThrough, wrap)}},
-		{name: "pass-through interceptor", opts: []grpc.DialOption{grpc.WithStreamInterceptor(passThrough)}, pooled: true},
-		{name: "tracing", tracing: true},
-		{name: "another ClientConnInterface", other: true},
+		{name: "plain"},
+		{name: "pass-through interceptor", opts: []grpc.DialOption{grpc.WithStreamInterceptor(passThrough)}},
+		{name: "tracing", tracing: true, lazy: true},
+		{name: "stats handler", opts: []grpc.DialOption{grpc.WithStatsHandler(keepingHandler{})}, lazy: true},
+		{name: "wrapping interceptor", opts: []grpc.DialOption{grpc.WithStreamInterceptor(wrap)}, lazy: true},
+		{name: "wrapping interceptor in a chain", opts: []grpc.DialOption{grpc.WithChainStreamInterceptor(passThrough, wrap)}, lazy: true},
+		{name: "codec-wrapping interceptor", opts: []grpc.DialOption{grpc.WithStreamInterceptor(wrapCodec)}, lazy: true},
+		{name: "another ClientConnInterface", other: true, lazy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cc, err := grpc.NewClient(lis.Addr().String(), append(tc.opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
@@ -77,23 +95,67 @@ func TestEncodingPoolOnlyWithoutLazyReaders(t *testing.T) {
 			if tc.other {
 				conn = otherConn{cc}
 			}
-			if tc.tracing {
-				grpc.EnableTracing = true
-				defer func() { grpc.EnableTracing = false }()
-			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			codec := newSendCodec()
 			for _, open := range []func() (grpc.ClientStream, error){
-				func() (grpc.ClientStream, error) { return ingestpb.NewZerobusClient(conn).PersistentStream(ctx) },
-				func() (grpc.ClientStream, error) { return ingestpb.NewZerobusClient(conn).EphemeralStream(ctx) },
+				func() (grpc.ClientStream, error) {
+					return ingestpb.NewZerobusClient(conn).PersistentStream(ctx, grpc.ForceCodecV2(codec))
+				},
+				func() (grpc.ClientStream, error) {
+					return ingestpb.NewZerobusClient(conn).EphemeralStream(ctx, grpc.ForceCodecV2(codec))
+				},
 			} {
 				st, err := open()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got := encodingPool(conn, st) != nil; got != tc.pooled {
-					t.Errorf("pooled %v, want %v", got, tc.pooled)
+				if got := lazyReaders(tc.tracing, conn, st, codec); got != tc.lazy {
+					t.Errorf("lazy readers %v, want %v", got, tc.lazy)
 				}
+				if got := lazyReaders(tc.tracing, conn, st, newSendCodec()); !got {
+					t.Errorf("a stream that encodes with another codec than the one given: lazy readers %v, want true", got)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenChoosesPool: a conn opened by the Transport over a ClientConn
+// from Dial, with nothing else configured, encodes into gRPC's pool; with
+// a stats handler, into fresh memory.
+func TestOpenChoosesPool(t *testing.T) {
+	srv := grpc.NewServer()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	defer srv.Stop()
+	for _, tc := range []struct {
+		name   string
+		opts   []grpc.DialOption
+		pooled bool
+	}{{"dial", nil, true}, {"dial with a stats handler", []grpc.DialOption{grpc.WithStatsHandler(keepingHandler{})}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, err := Dial("http://"+lis.Addr().String(), DialOptions{GRPCOptions: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cc.Close()
+			tr, err := NewTransport(cc, Config{Table: "main.pool.events"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
+				c, err := tr.Open(context.Background(), streamio.OpenRequest{Kind: kind, RecordType: core.RecordJSON})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := c.(*conn).pool != nil; got != tc.pooled {
+					t.Errorf("%v: pooled %v, want %v", kind, got, tc.pooled)
+				}
+				c.Abort()
 			}
 		})
 	}
