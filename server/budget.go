@@ -26,6 +26,17 @@ const DefaultReceiveBudget = 256 << 20
 // served, so that many small requests cannot starve a large one. A
 // request larger than the whole budget takes the whole budget.
 //
+// The floor: a principal that holds less than one read hold may always
+// read one more message, even when the budget is spent by others: its read
+// hold is granted at once, beyond the total if need be. So one principal
+// filling the budget delays another's next message by nothing rather than
+// by the time the store takes to commit what fills it (a commit of
+// 16 MiB, twice: the open, then the record). A principal takes the floor
+// only while it holds less than one read hold, so the budget is exceeded
+// by at most two read holds a principal, and principals are configured
+// (tokens, OAuth clients; one in open mode): the bound stays a function of
+// the configuration.
+//
 // Idle reads: a receiver waiting in Recv holds the most a message can be
 // although nothing may come for minutes. When a waiter has waited
 // preemptAfter, the budget asks the longest-idle reader (of the principal
@@ -44,6 +55,7 @@ type budget struct {
 type budgetWaiter struct {
 	who   string
 	n     int64
+	floor bool          // a read hold: granted while who holds less than n
 	ready chan struct{} // closed once n was taken for the waiter
 }
 
@@ -72,14 +84,20 @@ func (b *budget) clamp(n int64) int64 { return min(max(n, 0), b.total) }
 // spent or who is over its share. It returns the amount taken (give it
 // back with release), or false if ctx ended first (then nothing is taken).
 func (b *budget) acquire(ctx context.Context, who string, n int64) (int64, bool) {
+	return b.acquireFloor(ctx, who, n, false)
+}
+
+// acquireFloor is acquire; with floor, the amount is granted at once while
+// who holds less than it (the floor, see budget).
+func (b *budget) acquireFloor(ctx context.Context, who string, n int64, floor bool) (int64, bool) {
 	n = b.clamp(n)
 	b.mu.Lock()
-	if len(b.waiters) == 0 && b.free >= n {
+	if len(b.waiters) == 0 && b.free >= n || floor && b.held[who] < n {
 		b.take(who, n)
 		b.mu.Unlock()
 		return n, true
 	}
-	w := &budgetWaiter{who: who, n: n, ready: make(chan struct{})}
+	w := &budgetWaiter{who: who, n: n, floor: floor, ready: make(chan struct{})}
 	b.waiters = append(b.waiters, w)
 	b.waiting[who]++
 	b.grant()
@@ -111,10 +129,10 @@ func (b *budget) acquire(ctx context.Context, who string, n int64) (int64, bool)
 }
 
 // acquireRead takes a read hold of n bytes for a receiver about to call
-// Recv; yield is how the budget asks its call to end when others wait.
-// Give it back with doneReading.
+// Recv, on the floor if who holds less than n; yield is how the budget asks
+// its call to end when others wait. Give it back with doneReading.
 func (b *budget) acquireRead(ctx context.Context, who string, n int64, yield func()) (*readHold, bool) {
-	got, ok := b.acquire(ctx, who, n)
+	got, ok := b.acquireFloor(ctx, who, n, true)
 	if !ok {
 		return nil, false
 	}
@@ -190,10 +208,17 @@ func (b *budget) eligible(w *budgetWaiter, share int64) bool {
 	return h == 0 || h+w.n <= share
 }
 
-// grant serves eligible waiters in order while the budget allows; the
-// first eligible one that does not fit keeps the free bytes for itself.
-// b.mu is held.
+// grant serves the waiters on the floor, then eligible waiters in order
+// while the budget allows; the first eligible one that does not fit keeps
+// the free bytes for itself. b.mu is held.
 func (b *budget) grant() {
+	for i := 0; i < len(b.waiters); {
+		if w := b.waiters[i]; w.floor && b.held[w.who] < w.n {
+			b.serve(w)
+			continue
+		}
+		i++
+	}
 	for i := 0; i < len(b.waiters); {
 		w := b.waiters[i]
 		if !b.eligible(w, b.share()) {
@@ -203,10 +228,15 @@ func (b *budget) grant() {
 		if b.free < w.n {
 			return
 		}
-		b.dropWaiter(w)
-		b.take(w.who, w.n)
-		close(w.ready)
+		b.serve(w)
 	}
+}
+
+// serve grants w what it waits for. b.mu is held.
+func (b *budget) serve(w *budgetWaiter) {
+	b.dropWaiter(w)
+	b.take(w.who, w.n)
+	close(w.ready)
 }
 
 // preemptOne asks one reader that has been idle for preemptAfter to yield:

@@ -111,6 +111,56 @@ func TestBudgetShare(t *testing.T) {
 	}
 }
 
+// TestBudgetFloor (issue 21): with the budget spent by one principal,
+// another that holds less than one read hold gets its read hold at once,
+// beyond the total; once it holds a read hold or more, it waits like
+// anyone, and is served on the floor again as soon as it holds less. The
+// principal that spent the budget gets no floor.
+func TestBudgetFloor(t *testing.T) {
+	b := newBudget(100)
+	ctx := t.Context()
+	if _, ok := b.acquire(ctx, "a", 100); !ok {
+		t.Fatal("a: 100")
+	}
+	aRead := make(chan bool)
+	go func() { _, ok := b.acquireRead(ctx, "a", 30, nil); aRead <- ok }()
+	waitWaiters(t, b, 1)
+	h, ok := b.acquireRead(ctx, "b", 30, nil) // b holds nothing: at once
+	if !ok || h.n != 30 || b.inUse() != 130 {
+		t.Fatalf("b's first read: %v, %+v, in use %d; want 30 at once, 130 in use", ok, h, b.inUse())
+	}
+	b.doneReading(h)
+	b.release("b", 25) // the message weighed 5: b keeps 5 < 30
+	h2, ok := b.acquireRead(ctx, "b", 30, nil)
+	if !ok || b.heldBy("b") != 35 {
+		t.Fatalf("b's second read, holding 5: %v, b holds %d; want it at once (35)", ok, b.heldBy("b"))
+	}
+	b.doneReading(h2)
+	bThird := make(chan bool)
+	go func() { _, ok := b.acquireRead(ctx, "b", 30, nil); bThird <- ok }()
+	waitWaiters(t, b, 2)
+	select {
+	case <-bThird:
+		t.Fatal("b read on the floor while holding a read hold")
+	case <-aRead:
+		t.Fatal("a, which spent the budget, read on the floor")
+	default:
+	}
+	b.release("b", 30) // b holds 5 again: its waiting read is on the floor
+	if !<-bThird {
+		t.Fatal("b's third read not served once it held less than a read hold")
+	}
+	b.release("b", 35)
+	b.release("a", 100) // free again: a's read is served as usual
+	if !<-aRead {
+		t.Fatal("a's read not served once the budget was free")
+	}
+	b.release("a", 30)
+	if b.inUse() != 0 {
+		t.Fatalf("%d in use at the end", b.inUse())
+	}
+}
+
 // TestBudgetPreemptsIdleReader (issue 21): a reader that holds a read hold
 // idle is asked to yield once a waiter has waited preemptAfter; a reader
 // that got its message is not.
