@@ -36,10 +36,10 @@ func tooLargeMsg(n, limit int) string {
 }
 
 // rawRequest is a stream request as received: serverCodec copies its
-// bytes out of gRPC's buffers once, and decode.go decodes them (records
-// stay in that copy).
+// bytes out of gRPC's buffers once, into a reused buffer (bufpool.go),
+// and decode.go decodes them (records stay in that copy).
 type rawRequest struct {
-	buf      []byte
+	buf      *pooledBuf
 	tooLarge int // > 0: the size of a message over the limit (buf is nil)
 }
 
@@ -49,7 +49,8 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			r.tooLarge = n
 			return nil
 		}
-		r.buf = data.Materialize()
+		r.buf = getBuf(data.Len())
+		data.CopyTo(r.buf.b)
 		return nil
 	}
 	if n := data.Len(); n > c.maxBytes {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"slices"
 	"time"
@@ -80,10 +79,17 @@ func (c *conn) run() error {
 }
 
 // processQueued processes what the receiver queued and gives its budget
-// back.
+// back. Once processed, the items' records are referenced by nothing (the
+// store copied what it keeps, duplicates were compared): their receive
+// buffers are reused.
 func (c *conn) processQueued() (bool, error) {
 	items := c.q.take()
-	defer c.q.release(items)
+	defer func() {
+		c.q.release(items)
+		for _, it := range items {
+			it.buf.free()
+		}
+	}()
 	return c.process(items, false)
 }
 
@@ -193,7 +199,7 @@ func (c *conn) commit(batches []Batch) error {
 	if e.owner.Load() != c || c.ctx.Err() != nil {
 		return c.fencedErr()
 	}
-	if err := c.s.appendBatches(c.ctx, c.id, batches); err != nil {
+	if err := c.s.store.Append(c.ctx, c.id, batches); err != nil {
 		if c.ctx.Err() != nil {
 			return c.fencedErr()
 		}
@@ -247,21 +253,4 @@ func readBatch(c *conn, offset int64) (Batch, error) {
 		return Batch{}, ErrBatchNotFound
 	}
 	return all[i], nil
-}
-
-// ownedAppender is implemented by the stores of this package that can
-// keep the records they are given instead of copying them (MemoryStore).
-// The server uses it for the records it decoded: nothing else references
-// them and nobody modifies them.
-type ownedAppender interface {
-	appendOwned(ctx context.Context, id string, batches []Batch) error
-}
-
-// appendBatches appends decoded batches to the store, without a copy when
-// the store allows it.
-func (s *Server) appendBatches(ctx context.Context, id string, batches []Batch) error {
-	if a, ok := s.store.(ownedAppender); ok {
-		return a.appendOwned(ctx, id, batches)
-	}
-	return s.store.Append(ctx, id, batches)
 }

@@ -72,7 +72,7 @@ func (d *slowDisk) Append(ctx context.Context, id string, batches []server.Batch
 // it was acknowledged stored once, and the live heap, sampled from
 // runtime/metrics throughout, must stay under the budget plus soakMargin.
 // Without the server-wide budget the eight non-readers alone could queue
-// 64 MiB each.
+// 4 MiB each, twice the 16 MiB budget, beside what their reads hold.
 func TestSoakHostileClients(t *testing.T) {
 	dur := 3 * time.Second
 	if v := os.Getenv(soakEnv); v != "" {

@@ -40,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,6 +74,11 @@ type BoltStore struct {
 	done   chan struct{} // closed when the committer has stopped
 
 	commits atomic.Int64
+
+	// scratch is the pooled buffers (bufpool.go) of the values written by
+	// the transaction under way, given back once it ends (bbolt keeps a
+	// value until then). Only the committer uses it.
+	scratch []*pooledBuf
 }
 
 // boltReq is one write waiting for the committer.
@@ -127,8 +133,9 @@ func OpenBoltStore(dir string, opts ...BoltOption) (*BoltStore, error) {
 		return nil, fmt.Errorf("server: bolt store: %w", err)
 	}
 	db, err := bolt.Open(filepath.Join(dir, BoltFileName), 0o600, &bolt.Options{
-		Timeout:      cfg.lockTimeout,
-		FreelistType: bolt.FreelistMapType,
+		Timeout:         cfg.lockTimeout,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: boltInitialMmap,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: bolt store: open %s: %w", dir, err)
@@ -237,6 +244,16 @@ func (s *BoltStore) commitLoop() {
 	}
 }
 
+// boltInitialMmap is the size bbolt maps the database file with from the
+// start: address space only, the file grows as it is written. bbolt maps
+// the file again each time it outgrows the mapping, doubling it up to
+// 1 GiB; each time it first copies every value of the transaction under
+// way out of the old mapping to the heap, and the new mapping faults its
+// pages in again (a fifth of the bolt engine's page faults, issue 21).
+// On 32-bit platforms, whose address space is scarce, it keeps bbolt's
+// default.
+const boltInitialMmap = (1 << 30) * (strconv.IntSize / 64)
+
 // dropMappedEvery is how many committed bytes go between two dropMapped.
 const dropMappedEvery = 64 << 20
 
@@ -263,6 +280,11 @@ func (s *BoltStore) commit(group []*boltReq) {
 			}
 			return nil
 		})
+		for _, p := range s.scratch {
+			p.free()
+		}
+		clear(s.scratch)
+		s.scratch = s.scratch[:0]
 		if err != nil && !errors.Is(err, errRetryGroup) {
 			for _, r := range group {
 				r.err <- fmt.Errorf("server: bolt store: commit: %w", err)
@@ -492,7 +514,7 @@ func (s *BoltStore) Append(ctx context.Context, id string, batches []Batch) erro
 			return fmt.Errorf("server: bolt store: stream %q has no records bucket", id)
 		}
 		for _, b := range batches {
-			if err := recs.Put(offsetKey(b.Offset), encodeBatch(b.Records)); err != nil {
+			if err := recs.Put(offsetKey(b.Offset), s.encode(b.Records)); err != nil {
 				return fmt.Errorf("server: bolt store: %w", err)
 			}
 			st.records += int64(len(b.Records))
@@ -636,10 +658,17 @@ func encodedSize(records [][]byte) int {
 	return n
 }
 
-// encodeBatch is a batch's stored value: uvarint record count, then each
-// record as uvarint length and bytes.
-func encodeBatch(records [][]byte) []byte {
-	v := make([]byte, 0, encodedSize(records))
+// encode encodes a batch in the committer, into a buffer given back when
+// the transaction ends.
+func (s *BoltStore) encode(records [][]byte) []byte {
+	p := getBuf(encodedSize(records))
+	s.scratch = append(s.scratch, p)
+	return encodeBatch(p.b[:0], records)
+}
+
+// encodeBatch appends a batch's stored value to v: uvarint record count,
+// then each record as uvarint length and bytes.
+func encodeBatch(v []byte, records [][]byte) []byte {
 	v = binary.AppendUvarint(v, uint64(len(records)))
 	for _, r := range records {
 		v = binary.AppendUvarint(v, uint64(len(r)))

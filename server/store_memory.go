@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,8 @@ type MemoryStore struct {
 	streams map[string]*memStream
 	byReq   map[string]string // requestKey(Principal, Table, RequestID) -> stream id
 	seq     uint64
-	discard bool // the ack-only engine's store: keep watermarks, drop records
+	discard bool   // the ack-only engine's store: keep watermarks, drop records
+	arena   *arena // the stored records' bytes (arena.go)
 }
 
 type memStream struct {
@@ -27,7 +29,10 @@ type memStream struct {
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{streams: map[string]*memStream{}, byReq: map[string]string{}}
+	s := &MemoryStore{streams: map[string]*memStream{}, byReq: map[string]string{}, arena: &arena{}}
+	// A store dropped without Close gives its mapped chunks back too.
+	runtime.AddCleanup(s, (*arena).free, s.arena)
+	return s
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -83,19 +88,8 @@ func (s *MemoryStore) Stream(_ context.Context, id string) (StreamMeta, error) {
 	return cloneMeta(st.meta), nil
 }
 
-// Append implements Store.
+// Append implements Store. The records are copied into the store's arena.
 func (s *MemoryStore) Append(_ context.Context, id string, batches []Batch) error {
-	return s.append(id, batches, true)
-}
-
-// appendOwned is Append without copying the records: the server hands
-// over records that nothing else references or modifies (see
-// ownedAppender).
-func (s *MemoryStore) appendOwned(_ context.Context, id string, batches []Batch) error {
-	return s.append(id, batches, false)
-}
-
-func (s *MemoryStore) append(id string, batches []Batch, copyRecords bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, err := s.stream(id)
@@ -110,12 +104,9 @@ func (s *MemoryStore) append(id string, batches []Batch, copyRecords bool) error
 			st.meta.Records += int64(len(b.Records))
 			continue
 		}
-		recs := b.Records
-		if copyRecords {
-			recs = make([][]byte, len(b.Records))
-			for i, r := range b.Records {
-				recs[i] = slices.Clone(r)
-			}
+		recs := make([][]byte, len(b.Records))
+		for i, r := range b.Records {
+			recs[i] = s.arena.copy(r)
 		}
 		st.batches = append(st.batches, Batch{Offset: b.Offset, Records: recs})
 		st.meta.Records += int64(len(b.Records))
@@ -213,6 +204,8 @@ func (s *MemoryStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	s.streams, s.byReq = nil, nil
+	s.arena.free()
 	return nil
 }
 

@@ -48,7 +48,8 @@ type clientMsg struct {
 	records   [][]byte                            // msgIngest
 	batch     bool                                // msgIngest: IngestRecordBatchRequest
 	malformed string                              // msgMalformed
-	size      int                                 // bytes of the message received
+	size      int                                 // bytes of the message's buffer
+	buf       *pooledBuf                          // the buffer records are sliced from
 
 	// A batch is decoded in two steps (decode.go): its records are counted
 	// (nrec) and their parts kept, then fillRecords slices them.

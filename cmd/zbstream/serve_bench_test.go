@@ -12,15 +12,18 @@ package main
 //	go test ./cmd/zbstream -run '^$' -bench ServeProcess -benchtime 3000x -count 3
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -103,6 +106,7 @@ func BenchmarkServeProcess(b *testing.B) {
 				}
 				c := ingestpb.NewZerobusClient(memDial(b, p.endpoint))
 				b.SetBytes(perBatch * recordSize)
+				cpu0 := p.cpu(b)
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				errs := make([]error, streams)
@@ -115,14 +119,42 @@ func BenchmarkServeProcess(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
+				cpu := p.cpu(b) - cpu0
 				if err := errors.Join(errs...); err != nil {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(b.N*perBatch)/b.Elapsed().Seconds(), "records/s")
+				// The server process's CPU time per record: steadier than
+				// records/s when others share the machine.
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*perBatch), "server-cpu-ns/record")
 				b.ReportMetric(0, "ns/op")
 			})
 		}
 	}
+}
+
+// cpu returns the CPU time (user and system) the process has used, from
+// /proc/PID/stat, in clock ticks of 10 ms.
+func (p *serveProc) cpu(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: state is the first, utime and stime the 12th and 13th.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		b.Fatalf("/proc/%d/stat: %q", p.cmd.Process.Pid, raw)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			b.Fatalf("/proc/%d/stat: %v", p.cmd.Process.Pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // pipeline creates a persistent stream, sends n batches without waiting
