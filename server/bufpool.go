@@ -19,10 +19,12 @@ import (
 // classes are reused without faults. Larger ones are kept by size class,
 // four classes per power of two, so that a buffer is at most a quarter
 // larger than asked for (the receive budget counts a buffer's capacity).
-// At most poolIdleMax bytes wait idle, the most recently given back
-// first (their pages are the likeliest to be resident); more are left to
-// the collector. They are memory beyond the receive budget, within the
-// server's headroom (cmd/zbstream: serveMemoryHeadroom).
+// At most poolIdleMax bytes wait idle in a pool, the most recently given
+// back first (their pages are the likeliest to be resident); more are left
+// to the collector. They are memory beyond the receive budget, within the
+// server's headroom (cmd/zbstream: serveMemoryHeadroom). A Server has one
+// pool (its receive buffers), a BoltStore another (its encodings): no
+// pool is shared between instances.
 
 const (
 	pooledMin   = 32 << 10
@@ -30,14 +32,15 @@ const (
 	poolClasses = 4 * 40 // up to 2^42 bytes, beyond any message
 )
 
-// pooledBuf is a buffer of the pool: b has the length asked for.
+// pooledBuf is a buffer of a pool: b has the length asked for.
 type pooledBuf struct {
 	b     []byte
-	class int // -1: not pooled
+	class int      // -1: not pooled
+	pool  *bufPool // where free gives it back
 }
 
-// bufPool is the idle buffers, by class.
-var bufPool struct {
+// bufPool is the idle buffers, by class. The zero value is an empty pool.
+type bufPool struct {
 	mu   sync.Mutex
 	idle [poolClasses][]*pooledBuf
 	size int // bytes idle
@@ -57,9 +60,9 @@ func classSize(c int) int {
 	return (m + 1) << k
 }
 
-// getBuf returns a buffer of length n (its contents undefined), reused if
+// get returns a buffer of length n (its contents undefined), reused if
 // one is idle.
-func getBuf(n int) *pooledBuf {
+func (bp *bufPool) get(n int) *pooledBuf {
 	c := -1
 	if n >= pooledMin {
 		c = sizeClass(n)
@@ -67,18 +70,18 @@ func getBuf(n int) *pooledBuf {
 	if c < 0 || c >= poolClasses {
 		return &pooledBuf{b: make([]byte, n), class: -1}
 	}
-	bufPool.mu.Lock()
-	if l := len(bufPool.idle[c]); l > 0 {
-		p := bufPool.idle[c][l-1]
-		bufPool.idle[c][l-1] = nil
-		bufPool.idle[c] = bufPool.idle[c][:l-1]
-		bufPool.size -= cap(p.b)
-		bufPool.mu.Unlock()
+	bp.mu.Lock()
+	if l := len(bp.idle[c]); l > 0 {
+		p := bp.idle[c][l-1]
+		bp.idle[c][l-1] = nil
+		bp.idle[c] = bp.idle[c][:l-1]
+		bp.size -= cap(p.b)
+		bp.mu.Unlock()
 		p.b = p.b[:n]
 		return p
 	}
-	bufPool.mu.Unlock()
-	return &pooledBuf{b: make([]byte, n, classSize(c)), class: c}
+	bp.mu.Unlock()
+	return &pooledBuf{b: make([]byte, n, classSize(c)), class: c, pool: bp}
 }
 
 // free gives p back: nothing may use its bytes afterwards. It accepts nil.
@@ -86,11 +89,12 @@ func (p *pooledBuf) free() {
 	if p == nil || p.class < 0 {
 		return
 	}
-	bufPool.mu.Lock()
-	defer bufPool.mu.Unlock()
-	if bufPool.size+cap(p.b) > poolIdleMax {
+	bp := p.pool
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	if bp.size+cap(p.b) > poolIdleMax {
 		return // left to the collector
 	}
-	bufPool.idle[p.class] = append(bufPool.idle[p.class], p)
-	bufPool.size += cap(p.b)
+	bp.idle[p.class] = append(bp.idle[p.class], p)
+	bp.size += cap(p.b)
 }

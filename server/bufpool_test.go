@@ -21,17 +21,17 @@ func TestSizeClass(t *testing.T) {
 // stay mapped), small ones are never pooled, and no more than poolIdleMax
 // bytes wait idle.
 func TestBufPoolReuse(t *testing.T) {
-	emptyPool(t)
-	p := getBuf(100 << 10)
+	var bp bufPool
+	p := bp.get(100 << 10)
 	if len(p.b) != 100<<10 || cap(p.b) != classSize(sizeClass(100<<10)) {
 		t.Fatalf("len %d cap %d", len(p.b), cap(p.b))
 	}
 	p.free()
-	q := getBuf(100<<10 - 7) // same class
+	q := bp.get(100<<10 - 7) // same class
 	if &q.b[0] != &p.b[0] || len(q.b) != 100<<10-7 {
 		t.Fatal("a buffer given back was not reused")
 	}
-	if small := getBuf(pooledMin - 1); small.class != -1 {
+	if small := bp.get(pooledMin - 1); small.class != -1 {
 		t.Fatalf("a %d-byte buffer is pooled", pooledMin-1)
 	}
 
@@ -39,26 +39,15 @@ func TestBufPoolReuse(t *testing.T) {
 	n := 2 * poolIdleMax / (1 << 20)
 	bufs := make([]*pooledBuf, n)
 	for i := range bufs {
-		bufs[i] = getBuf(1 << 20)
+		bufs[i] = bp.get(1 << 20)
 	}
 	for _, b := range bufs {
 		b.free()
 	}
-	bufPool.mu.Lock()
-	idle, kept := bufPool.size, len(bufPool.idle[sizeClass(1<<20)])
-	bufPool.mu.Unlock()
+	bp.mu.Lock()
+	idle, kept := bp.size, len(bp.idle[sizeClass(1<<20)])
+	bp.mu.Unlock()
 	if idle > poolIdleMax || kept != poolIdleMax/(1<<20) {
 		t.Fatalf("%d bytes idle, %d buffers of 1 MiB kept; want at most %d, %d", idle, kept, poolIdleMax, poolIdleMax/(1<<20))
 	}
-	emptyPool(t)
-}
-
-// emptyPool drops the idle buffers, before and after a test that counts
-// them.
-func emptyPool(t *testing.T) {
-	t.Helper()
-	bufPool.mu.Lock()
-	defer bufPool.mu.Unlock()
-	clear(bufPool.idle[:])
-	bufPool.size = 0
 }

@@ -21,11 +21,12 @@ const malformedField protowire.Number = protowire.MaxValidNumber
 
 type serverCodec struct {
 	base     encoding.CodecV2
-	maxBytes int // larger messages are refused without decoding
+	maxBytes int      // larger messages are refused without decoding
+	bufs     *bufPool // the server's receive buffers
 }
 
-func newServerCodec(maxBytes int) serverCodec {
-	return serverCodec{base: encoding.GetCodecV2("proto"), maxBytes: maxBytes}
+func newServerCodec(maxBytes int, bufs *bufPool) serverCodec {
+	return serverCodec{base: encoding.GetCodecV2("proto"), maxBytes: maxBytes, bufs: bufs}
 }
 
 func (c serverCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
@@ -49,7 +50,7 @@ func (c serverCodec) Unmarshal(data mem.BufferSlice, v any) error {
 			r.tooLarge = n
 			return nil
 		}
-		r.buf = getBuf(data.Len())
+		r.buf = c.bufs.get(data.Len())
 		data.CopyTo(r.buf.b)
 		return nil
 	}

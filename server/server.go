@@ -182,7 +182,7 @@ func New(opts Options) (*Server, error) {
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(grpcRecvLimit(opts.MaxMessageBytes)),
 		grpc.WaitForHandlers(true),
-		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes)),
+		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes, new(bufPool))),
 	}
 	gopts = append(gopts, limitServerOptions(opts)...)
 	if opts.TLS != nil {

@@ -75,6 +75,8 @@ type BoltStore struct {
 
 	commits atomic.Int64
 
+	bufs bufPool // the encodings' buffers (bufpool.go)
+
 	// scratch is the pooled buffers (bufpool.go) of the values written by
 	// the transaction under way, given back once it ends (bbolt keeps a
 	// value until then). Only the committer uses it.
@@ -661,7 +663,7 @@ func encodedSize(records [][]byte) int {
 // encode encodes a batch in the committer, into a buffer given back when
 // the transaction ends.
 func (s *BoltStore) encode(records [][]byte) []byte {
-	p := getBuf(encodedSize(records))
+	p := s.bufs.get(encodedSize(records))
 	s.scratch = append(s.scratch, p)
 	return encodeBatch(p.b[:0], records)
 }
