@@ -95,7 +95,7 @@ func limitServerOptions(o Options) []grpc.ServerOption {
 		grpc.MaxConcurrentStreams(o.MaxConcurrentStreams),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: o.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout}),
-		grpc.MaxHeaderListSize(uint32(min(o.MaxHeaderBytes, math.MaxUint32))),
+		grpc.MaxHeaderListSize(uint32(min(uint64(o.MaxHeaderBytes), math.MaxUint32))),
 		grpc.StaticStreamWindowSize(streamWindow),
 		grpc.StaticConnWindowSize(connWindow),
 	}

@@ -16,8 +16,9 @@ func peakRSS(ps *os.ProcessState) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	maxrss := int64(ru.Maxrss) // int32 on 32-bit Linux
 	if runtime.GOOS == "darwin" || runtime.GOOS == "ios" {
-		return ru.Maxrss, true
+		return maxrss, true
 	}
-	return ru.Maxrss << 10, true
+	return maxrss << 10, true
 }
