@@ -33,10 +33,10 @@
 //     every receive uses a fresh message;
 //   - nothing handed to gRPC points into the stream's record memory (the
 //     off-heap arena of package io, or the application's buffers with
-//     NoCopy): an ingest call is encoded once into buffers made for
-//     it, the message gRPC sees aliases that buffer, and the call's codec
-//     passes the buffer through. The record is copied once on its way out,
-//     as when gRPC encoded the message itself.
+//     NoCopy): an ingest call is encoded once into buffers taken for it,
+//     the message gRPC sees aliases those buffers, and the call's codec
+//     passes them through. The record is copied once on its way out, as
+//     when gRPC encoded the message itself;
 //   - the buffers come from gRPC's buffer pool, and go back to it when
 //     gRPC frees them once written, only when nothing but gRPC's own code
 //     can read the message later: no tracing, no stats handler, no stream
