@@ -20,7 +20,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,33 +43,6 @@ const (
 	serveMemoryTarget = 640 << 20
 	memTable          = "main.mem.t"
 )
-
-var (
-	serveBinOnce sync.Once
-	serveBin     string
-	serveBinErr  error
-)
-
-// buildServe builds the zbstream command once per test run.
-func buildServe(t testing.TB) string {
-	t.Helper()
-	serveBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "zbstream-bin")
-		if err != nil {
-			serveBinErr = err
-			return
-		}
-		serveBin = filepath.Join(dir, "zbstream")
-		out, err := exec.Command("go", "build", "-o", serveBin, ".").CombinedOutput()
-		if err != nil {
-			serveBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if serveBinErr != nil {
-		t.Fatal(serveBinErr)
-	}
-	return serveBin
-}
 
 // serveProc is a "zbstream serve" process.
 type serveProc struct {
