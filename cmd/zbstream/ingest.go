@@ -131,15 +131,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// (-skip-invalid, or the one the state names), or end the run. Once
 	// a state file exists its list of them rules: the scan collects them
 	// all and matchesFile compares.
-	aside, err := newIngestSetAside(src.format, ingestDeadLetterPath(f, st))
+	aside, skip, err := ingestInvalidHandling(f, st, src)
 	if err != nil {
 		return err
 	}
 	defer aside.abort()
-	skip := aside.add
-	if st == nil && f.skipInvalid == "" {
-		skip = ingestRefuseInvalid
-	}
 	info, err := ingestScan(ctx, src, batchRecords, batchBytes, cuts, skip)
 	if err != nil {
 		return ingestInterrupted(ctx, err)
@@ -274,6 +270,21 @@ func ingestDeadLetterPath(f *ingestFlags, st *ingestState) string {
 		return st.DeadLetters
 	}
 	return ""
+}
+
+// ingestInvalidHandling returns the dead-letter file of this run (its
+// abort is the caller's to defer) and what the scan does with a record the
+// server would refuse: set it aside there, or, with neither -skip-invalid
+// nor a state file, end the run.
+func ingestInvalidHandling(f *ingestFlags, st *ingestState, src ingestSource) (*ingestSetAside, func(*ingestInvalidRecord) error, error) {
+	aside, err := newIngestSetAside(src.format, ingestDeadLetterPath(f, st))
+	if err != nil {
+		return nil, nil, err
+	}
+	if st == nil && f.skipInvalid == "" {
+		return aside, ingestRefuseInvalid, nil
+	}
+	return aside, aside.add, nil
 }
 
 // ingestNoteSetAside says which records went to the dead-letter file.

@@ -34,15 +34,11 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 		}
 		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
 	}
-	aside, err := newIngestSetAside(src.format, ingestDeadLetterPath(f, st))
+	aside, skip, err := ingestInvalidHandling(f, st, src)
 	if err != nil {
 		return err
 	}
 	defer aside.abort()
-	skip := aside.add
-	if st == nil && f.skipInvalid == "" {
-		skip = ingestRefuseInvalid
-	}
 	b, info, err := ingestRouted(ctx, src, f.tableField, batchRecords, batchBytes, true, skip, func(*ingestRoutedCall) error { return nil })
 	if err != nil {
 		return ingestInterrupted(ctx, err)
