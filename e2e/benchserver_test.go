@@ -1,11 +1,9 @@
 package e2e_test
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,25 +22,19 @@ const envBenchServer = "ZBSTREAM_E2E_BENCH_SERVER"
 // the server's too. It returns the endpoint and the function that stops
 // the server.
 func startBenchServer(b *testing.B, e server.Engine) (string, func()) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), envBenchServer+"="+strconv.Itoa(int(e)))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	cmd, lines, err := startChild(nil, []string{envBenchServer + "=" + strconv.Itoa(int(e))}, os.Stderr)
 	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	stop := func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	endpoint, ok := strings.CutPrefix(strings.TrimSpace(line), "endpoint: ")
-	if err != nil || !ok {
+	lines.Scan()
+	endpoint, ok := strings.CutPrefix(lines.Text(), "endpoint: ")
+	if !ok {
 		stop()
-		b.Fatalf("the server process printed %q (%v), want its endpoint", line, err)
+		b.Fatalf("the server process printed %q (%v), want its endpoint", lines.Text(), lines.Err())
 	}
 	return endpoint, stop
 }

@@ -1,12 +1,10 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,20 +56,13 @@ func TestProcessResume(t *testing.T) {
 
 	const total = 20000
 	for round := range 4 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestProcessResumeChild$", "-test.v")
-		cmd.Env = append(os.Environ(),
-			envCrashChild+"=1", envCrashEndpoint+"="+endpoint, envCrashToken+"="+ts.Token,
-			envCrashTable+"="+ts.Table, envCrashStream+"="+id, envCrashTotal+"="+strconv.Itoa(total))
-		out, err := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd, lines, err := startChild([]string{"-test.run=^TestProcessResumeChild$", "-test.v"}, []string{envCrashChild + "=1",
+			envCrashEndpoint + "=" + endpoint, envCrashToken + "=" + ts.Token, envCrashTable + "=" + ts.Table,
+			envCrashStream + "=" + id, envCrashTotal + "=" + strconv.Itoa(total)}, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
 		resumedAt, progress := int64(-2), 0
 		for lines.Scan() {
 			line := lines.Text()

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -70,18 +69,11 @@ type writerServer struct{ cmd *exec.Cmd }
 // startWriterServer starts a server child on dir's store at addr and
 // waits until it listens.
 func startWriterServer(dir, addr string, tables int) (*writerServer, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestWriterServerChild$")
-	cmd.Env = append(os.Environ(), envWriterServerDir+"="+dir, envWriterServerAddr+"="+addr,
-		envWriterServerTables+"="+strconv.Itoa(tables))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	cmd, lines, err := startChild([]string{"-test.run=^TestWriterServerChild$"}, []string{envWriterServerDir + "=" + dir,
+		envWriterServerAddr + "=" + addr, envWriterServerTables + "=" + strconv.Itoa(tables)}, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	lines := bufio.NewScanner(out)
 	var said []string
 	for lines.Scan() {
 		if strings.HasPrefix(lines.Text(), "LISTEN ") {

@@ -1,12 +1,10 @@
 package e2e_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -49,20 +47,13 @@ func TestWriterProcessRestart(t *testing.T) {
 	e := startAllTables(t)
 	store := filepath.Join(t.TempDir(), "streams.json")
 	for round := range 4 {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWriterProcessRestartChild$", "-test.v")
-		cmd.Env = append(os.Environ(), envWriterChild+"=1", envWriterEndpoint+"=http://"+e.ts.Addr,
-			envWriterToken+"="+e.ts.Token, envWriterStore+"="+store,
-			envWriterTables+"="+strconv.Itoa(restartTables), envWriterRecords+"="+strconv.Itoa(restartPer))
-		out, err := cmd.StdoutPipe()
+		var stderr bytes.Buffer
+		cmd, lines, err := startChild([]string{"-test.run=^TestWriterProcessRestartChild$", "-test.v"}, []string{envWriterChild + "=1",
+			envWriterEndpoint + "=http://" + e.ts.Addr, envWriterToken + "=" + e.ts.Token, envWriterStore + "=" + store,
+			envWriterTables + "=" + strconv.Itoa(restartTables), envWriterRecords + "=" + strconv.Itoa(restartPer)}, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(out)
 		resumed, progress := "", 0
 		for lines.Scan() {
 			line := lines.Text()
