@@ -178,6 +178,22 @@ func WithClientRequestID(id string) StreamOption {
 	}
 }
 
+// WithHistory resumes a persistent stream that this process had open
+// before, with what that Stream knew (Stream.History, taken after it
+// closed or failed). The resume's watermark must then lie between h's
+// Durable and Attempted, as a reconnect's must (docs/protocol.md §5.3):
+// one above Attempted means another writer added to the stream meanwhile,
+// one below Durable that the server lost what it acknowledged; either
+// fails the open with a *ProtocolError, before anything is sent. Without
+// it, a resume trusts any watermark, as a fresh process must. Only
+// ResumeStream takes it; an h out of order is a *ConfigError.
+func WithHistory(h History) StreamOption {
+	return func(o *streamOptions) error {
+		o.cfg.History = &h
+		return nil
+	}
+}
+
 // WithMaxInflight bounds accepted but not yet durable calls by count and by
 // payload bytes (defaults 1,000,000 calls and 256 MiB). Ingest blocks
 // beyond them.

@@ -240,6 +240,21 @@ func (s *Stream) LastDurable() int64 {
 	return s.drv.LastDurable()
 }
 
+// History returns what this stream knows of its persistent stream: the
+// highest offset known durable and the highest ever sent. A program that
+// closes a persistent stream and resumes it later in the same process
+// passes it to ResumeStream (WithHistory), so that the resume is checked
+// as a reconnect's is (docs/protocol.md §5.3). It does not block and never
+// fails.
+func (s *Stream) History() History {
+	return s.drv.History()
+}
+
+// History is what a process knows of a persistent stream it had open
+// (Stream.History, WithHistory): Durable, the highest offset it saw become
+// durable, and Attempted, the highest offset it ever sent.
+type History = core.History
+
 // LastAssigned returns the offset of the most recently accepted call
 // (after a resume in a new process, the watermark until a call is
 // accepted), or NoOffset. It does not block and never fails.

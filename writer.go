@@ -62,8 +62,14 @@ type TableConfig struct {
 // persistent table keeps one stream for life: it is created once, its id
 // saved in the Store before anything is sent, and resumed by that id on
 // every reopen, in this process or in the next, so that the table is
-// exactly-once as one persistent stream is. Every method is safe for
-// concurrent use.
+// exactly-once as one persistent stream is. A reopen in the same Writer
+// is checked as a reconnect is (protocol.md §5.3): the server's watermark
+// must lie between what the table's last stream saw durable and the
+// highest offset it sent, so a stream that another writer added to
+// meanwhile (a second process on the same store) fails the table with a
+// *ProtocolError before anything is sent, rather than numbering the
+// table's next call after records this Writer never sent. Every method is
+// safe for concurrent use.
 //
 // Offsets are per table. A persistent table's offsets are its stream's:
 // after a restart, Watermark says where the table's source replays from.

@@ -119,8 +119,10 @@ func (w *Writer) Close(ctx context.Context) error {
 // did not land, as Stream.Unacked returns them, each with its offset in
 // the table; the table's next call opens its stream again (a persistent
 // table resumes its stream by id, and Watermark then says what the server
-// holds). A table that has not failed is left as it is: (nil, nil). An
-// invalid table name is a *TableError wrapping a *ConfigError.
+// holds, as after a restart: Reset also forgets what the table's earlier
+// streams knew, see Writer). A table that has not failed is left as it
+// is: (nil, nil). An invalid table name is a *TableError wrapping a
+// *ConfigError.
 func (w *Writer) Reset(table string) ([]Batch, error) {
 	if err := grpcio.CheckTable(table); err != nil {
 		return nil, tableErr(table, err)
@@ -133,12 +135,16 @@ func (w *Writer) Reset(table string) ([]Batch, error) {
 	}
 	s, base := t.failedStream, t.base
 	t.state, t.err, t.failedStream = tableClosed, nil, nil
-	if t.cfg.Ephemeral {
+	t.history, t.historyID = nil, "" // as after a restart: Watermark tells
+	if s != nil && t.cfg.Ephemeral {
 		t.base += s.LastAssigned() + 1
 	}
 	w.stats.Failed--
 	w.broadcastLocked()
 	w.mu.Unlock()
+	if s == nil { // its open failed (see opened): nothing was accepted
+		return nil, nil
+	}
 	lost := s.Unacked()
 	for i := range lost {
 		lost[i].Offset += base

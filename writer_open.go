@@ -26,6 +26,11 @@ func (w *Writer) openStream(ctx context.Context, t *wtable) (*Stream, error) {
 		return nil, err
 	}
 	if e.StreamID != "" {
+		w.mu.Lock()
+		if h := t.history; h != nil && t.historyID == e.StreamID {
+			opts = append(opts, WithHistory(*h))
+		}
+		w.mu.Unlock()
 		s, err := w.c.ResumeStream(ctx, t.name, e.StreamID, opts...)
 		if err == nil {
 			w.count(&w.stats.Resumes)

@@ -2,6 +2,7 @@ package zbstream
 
 import (
 	"context"
+	"errors"
 
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
@@ -38,6 +39,15 @@ type wtable struct {
 
 	err          *TableError // failed: why
 	failedStream *Stream     // failed: the stream, for Unacked
+
+	// history is what the table's last persistent stream in this Writer
+	// knew (ack floor, highest offset sent), and historyID that stream's
+	// id: the next open resumes with it, so that a stream moved by another
+	// writer meanwhile fails its open instead of numbering the table's
+	// next call after records this Writer never sent (protocol.md §5.3).
+	// nil until a stream was open; Reset clears it (as after a restart).
+	history   *core.History
+	historyID string
 }
 
 // acquire returns table's open stream, opening it first if needed, and
@@ -96,6 +106,9 @@ func (w *Writer) acquire(ctx context.Context, table string) (*wtable, *Stream, i
 				}
 				w.opened(t, s, err)
 				if err != nil {
+					if t.state == tableFailed {
+						err = t.err
+					}
 					w.mu.Unlock()
 					return nil, nil, 0, tableErr(table, err)
 				}
@@ -161,13 +174,20 @@ func (w *Writer) tableConfig(table string) (TableConfig, error) {
 }
 
 // opened records the end of t's open: s on success, a free slot again
-// otherwise (an open that failed lost nothing: the table is not failed).
+// otherwise. An open that failed lost nothing and does not fail the table,
+// unless its resume broke the bounds the table's history sets (another
+// writer moved the stream, or the server lost what it acknowledged): that
+// sticks, as the same violation on a reconnect does, until Reset.
 func (w *Writer) opened(t *wtable, s *Stream, err error) {
-	if err != nil {
+	switch {
+	case err == nil:
+		t.s, t.state = s, tableOpen
+	case t.history != nil && errors.As(err, new(*ProtocolError)):
+		w.open--
+		w.failLocked(t, nil, err)
+	default:
 		t.state = tableClosed
 		w.open--
-	} else {
-		t.s, t.state = s, tableOpen
 	}
 	w.broadcastLocked()
 }
@@ -214,6 +234,7 @@ func (w *Writer) closedLocked(t *wtable, err error) {
 	s := t.s
 	t.s = nil
 	w.open--
+	w.rememberLocked(t, s)
 	if err != nil {
 		w.failLocked(t, s, err)
 	} else {
@@ -233,6 +254,7 @@ func (w *Writer) streamFailed(t *wtable, s *Stream, err error) error {
 	if mine {
 		t.s = nil
 		w.open--
+		w.rememberLocked(t, s)
 		w.failLocked(t, s, s.Err())
 		w.broadcastLocked()
 	}
@@ -241,6 +263,16 @@ func (w *Writer) streamFailed(t *wtable, s *Stream, err error) error {
 		_ = s.Close(context.Background()) // failed: returns at once with its error
 	}
 	return err
+}
+
+// rememberLocked keeps what t's persistent stream s knew, for the next
+// open of the table (see wtable.history).
+func (w *Writer) rememberLocked(t *wtable, s *Stream) {
+	if t.cfg.Ephemeral {
+		return
+	}
+	h := s.drv.History()
+	t.history, t.historyID = &h, s.StreamID()
 }
 
 // failLocked moves t to tableFailed with err.

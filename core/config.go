@@ -18,6 +18,13 @@ type Config struct {
 	// from a fresh process instead of creating one. Numbering then continues
 	// at the server's watermark + 1.
 	StreamID string
+	// History, with StreamID, is what this process already knows of the
+	// stream from an earlier Machine of its own (a Writer closes a table's
+	// stream and opens it again with a new Machine): the first resume is
+	// then validated against it as a reconnect's is (protocol.md §5.3),
+	// so a stream that another writer moved meanwhile fails before
+	// anything is sent. nil: a fresh process, which knows nothing yet.
+	History *History
 	// ClientRequestID makes a persistent create idempotent: every create
 	// attempt of this machine carries it, so a create whose response was lost
 	// can be retried without orphaning a durable stream. Required to create a
@@ -68,6 +75,14 @@ type Config struct {
 	// Seed drives the machine's only randomness, the backoff jitter: same
 	// seed, same inputs, same outputs.
 	Seed uint64
+}
+
+// History is what a process knows of a persistent stream it had open
+// (protocol.md §5.3): Durable, its ack floor (the highest offset it saw
+// become durable, or NoOffset), and Attempted, the highest offset it ever
+// handed to a transport (at least Durable).
+type History struct {
+	Durable, Attempted int64
 }
 
 // Backoff is exponential backoff with full jitter: before attempt n the delay
@@ -121,6 +136,10 @@ func (c *Config) Validate() error {
 		return bad("StreamID", "is only for persistent streams")
 	case c.Kind == Persistent && c.StreamID == "" && c.ClientRequestID == "":
 		return bad("ClientRequestID", "is required to create a persistent stream (a unique random id per stream)")
+	case c.History != nil && c.StreamID == "":
+		return bad("History", "is only for a stream resumed by StreamID")
+	case c.History != nil && (c.History.Durable < NoOffset || c.History.Attempted < c.History.Durable):
+		return bad("History", "must have NoOffset <= Durable <= Attempted")
 	case c.MaxInflightCalls <= 0:
 		return bad("MaxInflightCalls", "must be positive")
 	case c.MaxCallBytes <= 0:

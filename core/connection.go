@@ -142,11 +142,7 @@ func (m *Machine) onOpenResponse(r Response) {
 // applyResume validates the watermark and reconciles the window against it,
 // or fails the stream without touching anything.
 func (m *Machine) applyResume(r Response) bool {
-	plan, err := reconcile(resumeBounds{
-		history:      m.history(),
-		floor:        m.win.floor(),
-		maxAttempted: m.maxAttempted,
-	}, r)
+	plan, err := reconcile(m.resumeBounds(), r)
 	if m.bugs.has(bugWatermarkCheck) || (m.bugs.has(bugWrapNext) && r.Offset == math.MaxInt64) {
 		plan, err = reconciliation{complete: offsetRange{m.win.head, r.Offset}, resendFrom: r.Offset + 1, watermark: r.Offset}, nil
 	}
@@ -161,6 +157,16 @@ func (m *Machine) applyResume(r Response) bool {
 	}
 	m.complete(plan.complete, true)
 	return true
+}
+
+// resumeBounds are the bounds a resume watermark is validated against: the
+// machine's own once it has opened, else what Config.History says this
+// process knew of the stream, else none (a fresh process).
+func (m *Machine) resumeBounds() resumeBounds {
+	if h := m.cfg.History; h != nil && !m.opened {
+		return resumeBounds{history: true, floor: h.Durable, maxAttempted: h.Attempted}
+	}
+	return resumeBounds{history: m.history(), floor: m.win.floor(), maxAttempted: m.maxAttempted}
 }
 
 // complete makes a range durable: reports it, releases it, and counts it as

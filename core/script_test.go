@@ -273,6 +273,9 @@ func (r *scriptRunner) newMachine(a map[string]string) error {
 	cfg.Backoff = core.Backoff{Initial: time.Second, Max: 8 * time.Second, Multiplier: 2}
 	cfg.StreamID = a["streamid"]
 	cfg.ClientRequestID = a["request"]
+	if _, ok := a["attempted"]; ok {
+		cfg.History = &core.History{Durable: int64(intArg(a, "durable", -1)), Attempted: int64(intArg(a, "attempted", -1))}
+	}
 	cfg.MaxInflightCalls = intArg(a, "calls", cfg.MaxInflightCalls)
 	cfg.MaxInflightBytes = int64(intArg(a, "bytes", int(cfg.MaxInflightBytes)))
 	cfg.MaxCallBytes = int64(intArg(a, "callbytes", int(cfg.MaxCallBytes)))

@@ -217,6 +217,17 @@ func (s *Stream) LastDurable() int64 {
 	return s.m.AckFloor()
 }
 
+// History returns what this stream knows of its persistent stream: the
+// highest offset known durable and the highest ever handed to a
+// transport. Given as core.Config.History to a later stream resuming the
+// same id in this process, it makes that resume validated as a
+// reconnect's is (protocol.md §5.3).
+func (s *Stream) History() core.History {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return core.History{Durable: s.m.AckFloor(), Attempted: s.m.MaxAttempted()}
+}
+
 // LastAssigned returns the offset of the most recently accepted call (after
 // a resume in a new process, the watermark until a call is accepted), or
 // core.NoOffset.
