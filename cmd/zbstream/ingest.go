@@ -56,6 +56,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return ingestInputErr("%s is a directory", f.file)
 	}
 
+	lock, err := lockIngestState(f.state)
+	if err != nil {
+		return err
+	}
+	defer lock.unlock()
 	st, err := loadIngestState(f.state)
 	if err != nil {
 		return err

@@ -264,6 +264,13 @@ func (r *ingestRoutedRun) failures() error {
 	if ee := (*exitError)(nil); errors.As(r.f.clientErr(first), &ee) {
 		code = ee.code
 	}
-	return withCode(code, fmt.Errorf("%s failed, the others are done:\n%s\nonce the cause is fixed, run the same command again: it continues each table after what the server holds",
-		ingestPlural(int64(len(lines)), "table"), strings.Join(lines, "\n")))
+	hint := ""
+	for _, f := range r.failed {
+		if pe := (*core.ProtocolError)(nil); errors.As(f.err, &pe) && pe.Rule == core.WatermarkAboveAttempted {
+			hint = "\nanother writer added to a table's stream while this run had it closed (an ingest with a copy of this state file, or another program with its stream ids?): nothing of this run went after it."
+			break
+		}
+	}
+	return withCode(code, fmt.Errorf("%s failed, the others are done:\n%s%s\nonce the cause is fixed, run the same command again: it continues each table after what the server holds",
+		ingestPlural(int64(len(lines)), "table"), strings.Join(lines, "\n"), hint))
 }

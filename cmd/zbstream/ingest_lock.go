@@ -1,0 +1,54 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// errIngestLocked is what ingestLockFile's platform half returns when
+// another process holds the lock.
+var errIngestLocked = errors.New("locked")
+
+// ingestLock is held for a whole run, on the file beside the state file
+// whose name adds ".lock": two runs of one ingestion at once would write
+// the same streams, each resuming them from the other's watermark, and
+// offsets would no longer name the file's calls (issue 25). The operating
+// system releases it when the process ends, however it ends, so a killed
+// run never leaves it behind; the file itself stays, holding the pid of
+// the last run that took it.
+type ingestLock struct{ f *os.File }
+
+// lockIngestState takes the lock of state file path, or says which
+// process has it and what to do.
+func lockIngestState(path string) (*ingestLock, error) {
+	lockPath := path + ".lock"
+	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, withCode(exitFailure, fmt.Errorf("locking state file %s: %w", path, err))
+	}
+	if err := ingestLockFile(f); err != nil {
+		holder := ""
+		if b, rerr := os.ReadFile(lockPath); rerr == nil {
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+				holder = fmt.Sprintf(" (process %d)", pid)
+			}
+		}
+		f.Close()
+		if errors.Is(err, errIngestLocked) {
+			return nil, withCode(exitFailure, fmt.Errorf("state file %s is in use by another zbstream ingest%s: two runs of one ingestion at once would write the same streams. "+
+				"Wait for it to end or stop it, then run again (a killed \"go run\" leaves its zbstream process running: stop that one)", path, holder))
+		}
+		return nil, withCode(exitFailure, fmt.Errorf("locking state file %s: %w", path, err))
+	}
+	// The pid is for the message above only: the lock is the OS's.
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &ingestLock{f: f}, nil
+}
+
+// unlock releases the lock.
+func (l *ingestLock) unlock() { l.f.Close() }
