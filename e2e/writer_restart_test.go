@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,11 +24,12 @@ const (
 	envWriterStore    = "ZBSTREAM_WRITER_STORE"
 	envWriterTables   = "ZBSTREAM_WRITER_CHILD_TABLES"
 	envWriterRecords  = "ZBSTREAM_WRITER_CHILD_RECORDS"
+	envWriterBatch    = "ZBSTREAM_WRITER_CHILD_BATCH"
 )
 
-// Sizes of TestWriterProcessRestart: tables, records per table (one per
-// call, so offset n is record n), and records written to a table before
-// the writer moves to the next.
+// Sizes of TestWriterProcessRestart: tables, records per table (call k
+// holds records k*batch up to the next call's), and records written to a
+// table before the writer moves to the next.
 const (
 	restartTables = 30
 	restartPer    = 400
@@ -35,22 +37,46 @@ const (
 )
 
 // TestWriterProcessRestart: a child process writes many tables' sources
-// through a Writer with a FileStreamStore and is killed with SIGKILL
-// mid-way, three times; each new child opens the store, reads every
-// table's watermark (resuming its stream by the stored id) and replays
-// that table's source from the record after it. The server ends with
-// every record of every table once, in order, in one stream per table.
+// through a Writer with a FileStreamStore, with fewer open streams than
+// tables, and is killed with SIGKILL at a random point (once it has made
+// progress of its own, with calls in flight), five times; each new child
+// opens the store, reads every table's watermark (resuming its stream by
+// the stored id) and replays that table's source from the call after it.
+// The server ends with every record of every table once, in order, in one
+// stream per table. It runs with one record per call and with batches of
+// seven (issue 25: the Writer's contract under kills with batches for many
+// tables in flight); ZBSTREAM_WRITER_SEED replays a run's kill points.
 func TestWriterProcessRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("ZBSTREAM_WRITER_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("ZBSTREAM_WRITER_SEED=%q: %v", v, err)
+		}
+	}
+	t.Logf("ZBSTREAM_WRITER_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	for _, batch := range []int{1, 7} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) { writerProcessRestart(t, rng, batch) })
+	}
+}
+
+// writerProcessRestart is TestWriterProcessRestart with batch records per
+// call.
+func writerProcessRestart(t *testing.T, rng *rand.Rand, batch int) {
+	const kills = 5
 	e := startAllTables(t)
 	store := filepath.Join(t.TempDir(), "streams.json")
-	for round := range 4 {
+	for round := range kills + 1 {
+		killAt := 1 + rng.IntN(12) // progress lines seen in this round
 		var stderr bytes.Buffer
 		cmd, lines, err := startChild([]string{"-test.run=^TestWriterProcessRestartChild$", "-test.v"}, []string{envWriterChild + "=1",
 			envWriterEndpoint + "=http://" + e.ts.Addr, envWriterToken + "=" + e.ts.Token, envWriterStore + "=" + store,
-			envWriterTables + "=" + strconv.Itoa(restartTables), envWriterRecords + "=" + strconv.Itoa(restartPer)}, &stderr)
+			envWriterTables + "=" + strconv.Itoa(restartTables), envWriterRecords + "=" + strconv.Itoa(restartPer),
+			envWriterBatch + "=" + strconv.Itoa(batch)}, &stderr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,9 +89,7 @@ func TestWriterProcessRestart(t *testing.T) {
 			if strings.HasPrefix(line, "durable ") {
 				progress++
 			}
-			// Kill the first three children once they have made progress
-			// of their own, with calls in flight.
-			if round < 3 && progress == 4+6*round {
+			if round < kills && progress == killAt {
 				if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
@@ -73,13 +97,13 @@ func TestWriterProcessRestart(t *testing.T) {
 			}
 		}
 		err = cmd.Wait()
-		t.Logf("round %d: the child resumed with %s records on the server; exit: %v", round, resumed, err)
+		t.Logf("round %d: the child resumed with %s calls on the server, to be killed after %d progress lines (none in the last round); exit: %v", round, resumed, killAt, err)
 		switch {
 		case resumed == "":
 			t.Fatalf("round %d: the child never started writing: %v\n%s", round, err, stderr.String())
-		case round < 3 && err == nil:
+		case round < kills && err == nil:
 			t.Fatalf("round %d: the child finished before it was killed", round)
-		case round == 3 && err != nil:
+		case round == kills && err != nil:
 			t.Fatalf("the last child failed: %v\n%s", err, stderr.String())
 		}
 	}
@@ -101,6 +125,7 @@ func TestWriterProcessRestartChild(t *testing.T) {
 	ctx := context.Background()
 	tables, _ := strconv.Atoi(os.Getenv(envWriterTables))
 	per, _ := strconv.Atoi(os.Getenv(envWriterRecords))
+	batch, _ := strconv.Atoi(os.Getenv(envWriterBatch))
 	client, err := zbstream.NewClient(os.Getenv(envWriterEndpoint), zbstream.WithToken(os.Getenv(envWriterToken)))
 	if err != nil {
 		t.Fatal(err)
@@ -112,15 +137,16 @@ func TestWriterProcessRestartChild(t *testing.T) {
 	}
 	w, err := zbstream.NewWriter(client, zbstream.WriterConfig{MaxOpenStreams: 4, Store: store, Options: fast(),
 		OnAck: func(table string, off int64) {
-			if off%100 == 99 {
+			if off%10 == 9 {
 				fmt.Println("durable", table, off)
 			}
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every table's source replays from the record after its watermark.
-	next := make([]int, tables)
+	// Every table's source replays from the call after its watermark:
+	// call k is records k*batch up to (k+1)*batch.
+	next := make([]int, tables) // per table, the next call
 	onServer := 0
 	for i := range tables {
 		wm, err := w.Watermark(ctx, wTable(i))
@@ -133,13 +159,17 @@ func TestWriterProcessRestartChild(t *testing.T) {
 	fmt.Println("resumed", onServer)
 	for c := 0; c < per; c += restartChunk {
 		for i := range tables {
-			for n := max(c, next[i]); n < c+restartChunk && n < per; n++ {
-				off, err := w.IngestRecord(ctx, wTable(i), wRec(i, n))
+			for ; next[i]*batch < min(c+restartChunk, per); next[i]++ {
+				var recs [][]byte
+				for n := next[i] * batch; n < min((next[i]+1)*batch, per); n++ {
+					recs = append(recs, wRec(i, n))
+				}
+				off, err := w.IngestBatch(ctx, wTable(i), recs)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if off != int64(n) {
-					t.Fatalf("table %s: record %d got offset %d", wTable(i), n, off)
+				if off != int64(next[i]) {
+					t.Fatalf("table %s: call %d got offset %d", wTable(i), next[i], off)
 				}
 			}
 			time.Sleep(time.Millisecond) // let the parent's kill land mid-stream
