@@ -20,7 +20,7 @@ const modulePath = "github.com/zbstream/zbstream"
 // libraryDirs are the library packages, relative to the module root. A
 // directory that does not exist yet (or holds no non-test Go file yet) is
 // skipped.
-var libraryDirs = []string{"core", "fsm", "proto", "io", "io/memtransport", "grpcio", "."}
+var libraryDirs = []string{"core", "fsm", "proto", "record", "io", "io/memtransport", "grpcio", "."}
 
 // isStd reports whether an import path belongs to the standard library: its
 // first element has no dot.
@@ -76,6 +76,14 @@ func libraryAllowed(path string) bool {
 // no gRPC and no protobuf, only the standard library, the core, fsm and io.
 func driverAllowed(path string) bool {
 	return pureAllowed(path) || under(path, modulePath+"/io")
+}
+
+// recordAllowed is the rule for record, the record rules that the
+// client, the spool, the server, the command and the adapters share: the
+// standard library, protobuf and the generated wire code, so that an
+// adapter that checks records brings in neither gRPC nor the server.
+func recordAllowed(path string) bool {
+	return isStd(path) || under(path, "google.golang.org/protobuf", modulePath+"/proto")
 }
 
 // depGraph is the output of `go list -deps`: every package in the build
@@ -185,7 +193,8 @@ func hasGoSource(dir string) bool {
 }
 
 // TestLibraryImports checks every existing library package: core and fsm
-// import only the standard library and looplab/fsm (and each other); all of
+// import only the standard library and looplab/fsm (and each other); record
+// only the standard library, protobuf and proto; all of
 // them stay within the standard library, looplab/fsm, grpc (with its
 // golang.org/x and genproto rpc dependencies), protobuf and the module's own
 // library packages.
@@ -193,7 +202,7 @@ func TestLibraryImports(t *testing.T) {
 	checked := 0
 	for _, dir := range libraryDirs {
 		if !hasGoSource(filepath.FromSlash(dir)) {
-			if dir == "core" || dir == "fsm" || dir == "proto" {
+			if dir == "core" || dir == "fsm" || dir == "proto" || dir == "record" {
 				t.Errorf("library package ./%s is missing", dir)
 			} else {
 				t.Logf("./%s does not exist yet: skipped", dir)
@@ -212,6 +221,9 @@ func TestLibraryImports(t *testing.T) {
 			case "io", "io/memtransport":
 				allow = driverAllowed
 				rule = "the standard library, looplab/fsm, core, fsm and io"
+			case "record":
+				allow = recordAllowed
+				rule = "the standard library, protobuf and proto"
 			}
 			for _, v := range g.violations(allow) {
 				t.Errorf("%s; ./%s may import only %s", v, dir, rule)
@@ -256,6 +268,10 @@ func TestImportCheckerReports(t *testing.T) {
 		if isStd(path) != std {
 			t.Errorf("isStd(%q) = %v, want %v", path, !std, std)
 		}
+	}
+	if !recordAllowed("google.golang.org/protobuf/proto") || !recordAllowed(modulePath+"/proto") ||
+		recordAllowed("google.golang.org/grpc") || recordAllowed(modulePath+"/core") {
+		t.Error("record rule: wrong handling of protobuf, proto, grpc or core")
 	}
 	if libraryAllowed(modulePath+"/cmd") || libraryAllowed(modulePath+"/coreextra") || !libraryAllowed(modulePath+"/io/mem") {
 		t.Error("library rule: wrong handling of the module's own packages")

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 )
 
 // service adapts Server to the generated interface. Its two stream
@@ -69,7 +70,7 @@ type conn struct {
 
 	id      string
 	table   string
-	schema  *recordSchema
+	schema  *record.Checker
 	entry   *streamEntry // set once the connection owns its stream
 	ackOnly bool         // Options.Engine == EngineAckOnly: records are not validated
 

@@ -21,6 +21,7 @@
 //	send.go      the sender: acks and close signals, never blocking commits
 //	limits.go    limits and their defaults, the per-principal cap
 //	retire.go    RetireStream
-//	validate.go  descriptors and proto records; jsonvalid.go JSON records
+//	open.go      the create and resume handshakes (records are checked
+//	             with package record, the rules the clients share)
 //	ackonly.go   the engines; arena.go the memory engine's record chunks
 package server

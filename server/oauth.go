@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/zbstream/zbstream/record"
 )
 
 // TokenPath is where a workspace serves its OAuth token endpoint, relative
@@ -227,7 +229,7 @@ func (e *TokenEndpoint) scope(c OAuthClient, details []string) (tables []string,
 			continue
 		}
 		t := en.ObjectFullPath
-		if parts := strings.Split(t, "."); len(parts) != 3 || slices.Contains(parts, "") {
+		if record.CheckTable(t) != nil {
 			return nil, http.StatusBadRequest, badDetails, fmt.Sprintf("table %.80q is not catalog.schema.table", t)
 		}
 		if !c.mayWrite(t) {

@@ -2,13 +2,33 @@ package server
 
 import (
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 )
+
+// validTableName reports whether name is a table name (record.CheckTable)
+// that the stores keep as it is: in valid UTF-8 and with no white space
+// around a part. A name that is not would be stored differently by the
+// engines (bbolt's JSON metadata turns invalid bytes into U+FFFD, after
+// which the same client's resume no longer matches).
+func validTableName(name string) bool {
+	if record.CheckTable(name) != nil || !utf8.ValidString(name) {
+		return false
+	}
+	for p := range strings.SplitSeq(name, ".") {
+		if strings.TrimSpace(p) != p {
+			return false
+		}
+	}
+	return true
+}
 
 // openCreate is the create handshake of both stream kinds. A persistent
 // create with a client_request_id that the same principal already used
@@ -23,7 +43,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 	if !validTableName(table) {
 		return invalid("table_name %q is not catalog.schema.table in valid UTF-8", clip(table))
 	}
-	schema, err := newRecordSchema(cr.GetRecordType(), cr.GetDescriptorProto())
+	schema, err := record.NewChecker(cr.GetRecordType(), cr.GetDescriptorProto())
 	if err != nil {
 		return invalid("create_stream: %v", err)
 	}
@@ -38,8 +58,8 @@ func (c *conn) openCreate(m *clientMsg) error {
 	if err != nil {
 		return status.Errorf(codes.Internal, "stream id: %v", err)
 	}
-	meta := StreamMeta{ID: id, Kind: c.kind, Table: table, Principal: c.principal.Name, RecordType: int32(schema.typ)}
-	if schema.typ == ingestpb.RecordType_PROTO {
+	meta := StreamMeta{ID: id, Kind: c.kind, Table: table, Principal: c.principal.Name, RecordType: int32(schema.Type())}
+	if schema.Type() == ingestpb.RecordType_PROTO {
 		meta.Descriptor = cr.GetDescriptorProto()
 	}
 	if c.kind == KindPersistent {
@@ -56,7 +76,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 			// is a broken Store, never a stream to hand out.
 			return status.Errorf(codes.Internal, "store returned stream %q for another principal, table or kind", stored.ID)
 		case stored.RecordType != meta.RecordType ||
-			(schema.typ == ingestpb.RecordType_PROTO && !sameDescriptor(stored.Descriptor, meta.Descriptor)):
+			(schema.Type() == ingestpb.RecordType_PROTO && !record.SameDescriptor(stored.Descriptor, meta.Descriptor)):
 			return invalid("client_request_id %q already names a stream with another record type or descriptor", clip(m.requestID))
 		case stored.Retired:
 			return errRetired(stored.ID)
@@ -121,11 +141,11 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 		if len(r.GetDescriptorProto()) == 0 {
 			return invalid("resume_stream: descriptor_proto is required for a PROTO stream")
 		}
-		if !sameDescriptor(r.GetDescriptorProto(), meta.Descriptor) {
+		if !record.SameDescriptor(r.GetDescriptorProto(), meta.Descriptor) {
 			return invalid("resume_stream: descriptor_proto does not match the stream's descriptor")
 		}
 	}
-	schema, err := newRecordSchema(typ, meta.Descriptor)
+	schema, err := record.NewChecker(typ, meta.Descriptor)
 	if err != nil {
 		return status.Errorf(codes.Internal, "stored descriptor of stream %q: %v", id, err)
 	}

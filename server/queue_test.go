@@ -8,29 +8,34 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 )
 
 // The receive queue's byte bound counts every record's overhead, not only
 // its payload: a batch of many empty records must weigh on the bound.
 func TestQueuedSizeCountsRecordOverhead(t *testing.T) {
-	md, err := messageDescriptor(mustMarshalDescriptor(t, &descriptorpb.DescriptorProto{Name: proto.String("Empty")}))
+	empty, err := record.NewChecker(ingestpb.RecordType_PROTO, mustMarshalDescriptor(t, &descriptorpb.DescriptorProto{Name: proto.String("Empty")}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonRecords, err := record.NewChecker(ingestpb.RecordType_JSON, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		name   string
-		schema *recordSchema
+		schema *record.Checker
 		recs   [][]byte
 		want   int
 	}{
-		{"empty proto records", &recordSchema{typ: ingestpb.RecordType_PROTO, msg: md}, make([][]byte, 100000), 100000 * 32},
-		{"json records", &recordSchema{typ: ingestpb.RecordType_JSON}, [][]byte{[]byte(`{}`), []byte(`{"a":1}`)}, 2 + 7 + 2*32},
+		{"empty proto records", empty, make([][]byte, 100000), 100000 * 32},
+		{"json records", jsonRecords, [][]byte{[]byte(`{}`), []byte(`{"a":1}`)}, 2 + 7 + 2*32},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &conn{schema: tc.schema}
 			c.maxRecv.Store(-1)
 			last := int64(-1)
-			it, err := c.check(&clientMsg{kind: msgIngest, offset: proto.Int64(0), recType: tc.schema.typ, records: tc.recs}, &last)
+			it, err := c.check(&clientMsg{kind: msgIngest, offset: proto.Int64(0), recType: tc.schema.Type(), records: tc.recs}, &last)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +46,7 @@ func TestQueuedSizeCountsRecordOverhead(t *testing.T) {
 	}
 	// Enough empty records fill the queue: a second such item waits.
 	n := maxQueuedBytes/32/2 + 1
-	c := &conn{schema: &recordSchema{typ: ingestpb.RecordType_PROTO, msg: md}}
+	c := &conn{schema: empty}
 	c.maxRecv.Store(-1)
 	c.q.ready, c.q.space = make(chan struct{}, 1), make(chan struct{}, 1)
 	last := int64(-1)

@@ -251,8 +251,8 @@ func (c *conn) check(m *clientMsg, last *int64) (item, error) {
 		return item{}, invalid("offset_id %d is negative", off)
 	case m.recType == ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED:
 		return item{}, invalid("ingest request at offset %d carries no record", off)
-	case m.recType != c.schema.typ:
-		return item{}, invalid("%s record at offset %d on a %s stream", m.recType, off, c.schema.typ)
+	case m.recType != c.schema.Type():
+		return item{}, invalid("%s record at offset %d on a %s stream", m.recType, off, c.schema.Type())
 	case len(m.records) == 0:
 		return item{}, invalid("empty batch at offset %d", off)
 	}
@@ -273,7 +273,7 @@ func (c *conn) check(m *clientMsg, last *int64) (item, error) {
 		return item{}, status.Errorf(codes.OutOfRange, "offset_id %d is not the next expected offset %d", off, *last+1)
 	}
 	if !c.ackOnly {
-		if err := c.schema.check(m.records); err != nil {
+		if err := c.schema.CheckCall(m.records); err != nil {
 			return item{}, invalid("offset %d: %v", off, err)
 		}
 	}

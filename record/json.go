@@ -1,4 +1,4 @@
-package server
+package record
 
 import (
 	"encoding/binary"
@@ -7,26 +7,34 @@ import (
 )
 
 // JSON record validation in one pass (issue 7: encoding/json.Valid was half
-// of the server's CPU). checkJSON accepts exactly what
+// of the server's CPU). CheckJSON accepts exactly what
 // encoding/json.Valid accepts, restricted to a top-level object in valid
 // UTF-8 (encoding/json.Valid alone lets invalid UTF-8 through inside
 // strings); FuzzCheckJSON checks it differentially against that
 // definition.
 
-// The reasons checkJSON (and RecordChecker.Check, on a JSON stream) refuses
-// a record, for errors.Is; checkJSON names the first rule broken in this
+// The reasons CheckJSON (and Checker.Check, on a JSON stream) refuses a
+// record, for errors.Is; CheckJSON names the first rule broken in this
 // order.
 var (
-	ErrNotObject   = errors.New("not a JSON object")
+	// ErrNotObject: the record is not a JSON object (after leading
+	// white space, its first byte is not '{'), or it is empty.
+	ErrNotObject = errors.New("not a JSON object")
+	// ErrInvalidUTF8: the record is an object but not valid UTF-8.
 	ErrInvalidUTF8 = errors.New("invalid UTF-8")
+	// ErrInvalidJSON: the record starts as an object in valid UTF-8 but
+	// is not valid JSON (as encoding/json.Valid defines it).
 	ErrInvalidJSON = errors.New("invalid JSON")
 )
 
 // maxJSONDepth is encoding/json's nesting limit: deeper input is invalid.
 const maxJSONDepth = 10000
 
-// checkJSON accepts exactly one JSON object, in valid UTF-8.
-func checkJSON(rec []byte) error {
+// CheckJSON accepts exactly one JSON object, in valid UTF-8, which may be
+// surrounded by JSON white space: the records of a JSON stream. Otherwise
+// it returns ErrNotObject, ErrInvalidUTF8 or ErrInvalidJSON, the first of
+// them that applies. It makes one pass over rec and does not allocate.
+func CheckJSON(rec []byte) error {
 	i := skipSpace(rec, 0)
 	if i == len(rec) || rec[i] != '{' {
 		return ErrNotObject

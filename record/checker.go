@@ -1,10 +1,9 @@
-package server
+package record
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -16,48 +15,40 @@ import (
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
-// validTableName reports whether name has exactly three non-empty
-// dot-separated parts, in valid UTF-8: a name that is not would be stored
-// differently by the engines (bbolt's JSON metadata turns invalid bytes
-// into U+FFFD, after which the same client's resume no longer matches).
-func validTableName(name string) bool {
-	if !utf8.ValidString(name) {
-		return false
-	}
-	parts := strings.Split(name, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	for _, p := range parts {
-		if p == "" || strings.TrimSpace(p) != p {
-			return false
-		}
-	}
-	return true
-}
-
-// recordSchema validates the records of one stream.
-type recordSchema struct {
+// Checker applies the record rules of one stream (protocol.md §8,
+// scenario 6): the records of a JSON stream are JSON objects in valid
+// UTF-8 (CheckJSON); those of a PROTO stream decode with the stream's
+// message descriptor. The reference server checks every record it
+// receives with one; a client, the spool or an adapter that builds one
+// from the record type and descriptor it opens its stream with refuses a
+// record before it sends it, exactly as the server would. A Checker is
+// immutable and safe for concurrent use.
+type Checker struct {
 	typ ingestpb.RecordType
 	msg protoreflect.MessageDescriptor // PROTO only
 }
 
-// newRecordSchema checks a stream's record type and descriptor. For PROTO
-// the descriptor (a serialized google.protobuf.DescriptorProto) is
-// required and must describe a valid message; for JSON it is ignored.
-func newRecordSchema(typ ingestpb.RecordType, descriptor []byte) (*recordSchema, error) {
+// NewChecker returns the checker of a stream of record type typ. For
+// PROTO, descriptor is required: the serialized
+// google.protobuf.DescriptorProto a client sends at create, which the
+// checker turns into a message type its own way (MessageDescriptor), so
+// that a client's checks see, for instance, the enums the server treats
+// as closed; for JSON it is ignored. A missing, unspecified or unknown
+// record type, or a PROTO stream without a valid descriptor, is an error
+// (the server refuses such a create with it, as INVALID_ARGUMENT).
+func NewChecker(typ ingestpb.RecordType, descriptor []byte) (*Checker, error) {
 	switch typ {
 	case ingestpb.RecordType_JSON:
-		return &recordSchema{typ: typ}, nil
+		return &Checker{typ: typ}, nil
 	case ingestpb.RecordType_PROTO:
 		if len(descriptor) == 0 {
 			return nil, fmt.Errorf("record_type PROTO requires descriptor_proto")
 		}
-		md, err := messageDescriptor(descriptor)
+		md, err := MessageDescriptor(descriptor)
 		if err != nil {
 			return nil, fmt.Errorf("invalid descriptor_proto: %w", err)
 		}
-		return &recordSchema{typ: typ, msg: md}, nil
+		return &Checker{typ: typ, msg: md}, nil
 	case ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED:
 		return nil, fmt.Errorf("record_type is missing or RECORD_TYPE_UNSPECIFIED")
 	default:
@@ -65,7 +56,37 @@ func newRecordSchema(typ ingestpb.RecordType, descriptor []byte) (*recordSchema,
 	}
 }
 
-// messageDescriptor builds a MessageDescriptor from a serialized
+// Type returns the record type of the checker's stream.
+func (c *Checker) Type() ingestpb.RecordType { return c.typ }
+
+// Check returns nil if the stream accepts rec, and otherwise why not: for
+// JSON, ErrNotObject, ErrInvalidUTF8 or ErrInvalidJSON (see CheckJSON);
+// for PROTO, the decoding error or the field that does not match the
+// descriptor.
+func (c *Checker) Check(rec []byte) error {
+	if c.typ == ingestpb.RecordType_JSON {
+		return CheckJSON(rec)
+	}
+	return c.checkProto(rec)
+}
+
+// CheckCall checks every record of one ingest call (one record, or a
+// batch) and returns the first refusal, naming the record type and, in a
+// batch, the record's index: the message the server sends with
+// INVALID_ARGUMENT. The error wraps Check's.
+func (c *Checker) CheckCall(recs [][]byte) error {
+	for i, r := range recs {
+		if err := c.Check(r); err != nil {
+			if len(recs) == 1 {
+				return fmt.Errorf("invalid %s record: %w", c.typ, err)
+			}
+			return fmt.Errorf("invalid %s record %d of the batch: %w", c.typ, i, err)
+		}
+	}
+	return nil
+}
+
+// MessageDescriptor builds a MessageDescriptor from a serialized
 // DescriptorProto by wrapping it in a synthetic file. The file's package is
 // not part of a DescriptorProto, so it is inferred from the fully qualified
 // references to the message itself (".<pkg>.<Name>", a recursive message)
@@ -74,7 +95,7 @@ func newRecordSchema(typ ingestpb.RecordType, descriptor []byte) (*recordSchema,
 // which the file builds wins (a wrong package leaves a reference
 // unresolved). References to well-known types (google.protobuf.*) are
 // resolved against the linked-in registry.
-func messageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
+func MessageDescriptor(raw []byte) (protoreflect.MessageDescriptor, error) {
 	dp := &descriptorpb.DescriptorProto{}
 	if err := proto.Unmarshal(raw, dp); err != nil {
 		return nil, err
@@ -157,10 +178,11 @@ func walkTypeNames(dp *descriptorpb.DescriptorProto, f func(string)) {
 	}
 }
 
-// sameDescriptor reports whether two serialized descriptors describe the
-// same message: equal bytes, or equal after decoding (serialization is not
-// canonical).
-func sameDescriptor(a, b []byte) bool {
+// SameDescriptor reports whether two serialized DescriptorProtos describe
+// the same message: equal bytes, or equal after decoding (serialization is
+// not canonical). A stream resumed or created again with a descriptor
+// that is not the same is refused.
+func SameDescriptor(a, b []byte) bool {
 	if bytes.Equal(a, b) {
 		return true
 	}
@@ -175,8 +197,8 @@ func sameDescriptor(a, b []byte) bool {
 // descriptor: required fields present, no field unknown to the
 // descriptor and no closed (proto2) enum field with a value outside its
 // enum.
-func (s *recordSchema) checkProto(rec []byte) error {
-	m := dynamicpb.NewMessage(s.msg)
+func (c *Checker) checkProto(rec []byte) error {
+	m := dynamicpb.NewMessage(c.msg)
 	if err := proto.Unmarshal(rec, m); err != nil {
 		return err
 	}
@@ -217,27 +239,6 @@ func checkValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
 	case fd.Kind() == protoreflect.EnumKind && fd.Enum().IsClosed():
 		if n := v.Enum(); fd.Enum().Values().ByNumber(n) == nil {
 			return fmt.Errorf("field %s: %d is not a value of the closed enum %s", fd.FullName(), n, fd.Enum().FullName())
-		}
-	}
-	return nil
-}
-
-// records extracts and validates the records of one ingest request. It
-// returns the stream-type mismatch or validation failure as an error
-// message meant for an INVALID_ARGUMENT status.
-func (s *recordSchema) check(recs [][]byte) error {
-	for i, r := range recs {
-		var err error
-		if s.typ == ingestpb.RecordType_JSON {
-			err = checkJSON(r)
-		} else {
-			err = s.checkProto(r)
-		}
-		if err != nil {
-			if len(recs) == 1 {
-				return fmt.Errorf("invalid %s record: %v", s.typ, err)
-			}
-			return fmt.Errorf("invalid %s record %d of the batch: %v", s.typ, i, err)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package server
+package record
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// checkJSONReference is the definition checkJSON implements (and the
+// checkJSONReference is the definition CheckJSON implements (and the
 // server's previous, two-pass code): a top-level object, valid UTF-8,
 // valid for encoding/json.
 func checkJSONReference(rec []byte) string {
@@ -26,7 +26,7 @@ func checkJSONReference(rec []byte) string {
 }
 
 func checkJSONResult(rec []byte) string {
-	if err := checkJSON(rec); err != nil {
+	if err := CheckJSON(rec); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -64,12 +64,12 @@ func deepSeeds() []string {
 func TestCheckJSONMatchesReference(t *testing.T) {
 	for _, s := range append(jsonSeeds(), deepSeeds()...) {
 		if got, want := checkJSONResult([]byte(s)), checkJSONReference([]byte(s)); got != want {
-			t.Errorf("checkJSON(%.60q) = %q, reference %q", s, got, want)
+			t.Errorf("CheckJSON(%.60q) = %q, reference %q", s, got, want)
 		}
 	}
 }
 
-// FuzzCheckJSON compares checkJSON with its reference on arbitrary input:
+// FuzzCheckJSON compares CheckJSON with its reference on arbitrary input:
 // the fast validator refuses everything encoding/json.Valid refuses (and
 // invalid UTF-8), and accepts everything else.
 func FuzzCheckJSON(f *testing.F) {
@@ -78,7 +78,7 @@ func FuzzCheckJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		if got, want := checkJSONResult(rec), checkJSONReference(rec); got != want {
-			t.Fatalf("checkJSON(%q) = %q, reference %q", rec, got, want)
+			t.Fatalf("CheckJSON(%q) = %q, reference %q", rec, got, want)
 		}
 	})
 }
@@ -87,10 +87,10 @@ func BenchmarkCheckJSON(b *testing.B) {
 	rec := []byte(`{"k":"` + strings.Repeat("x", 1016) + `"}`)
 	obj := []byte(`{"id":12345,"name":"Ada Lovelace","tags":["a","b","c"],"score":-12.5e3,"ok":true,"nested":{"x":null,"y":"h\u00e9llo"}}`)
 	for name, r := range map[string][]byte{"1KiB-string": rec, "object": obj} {
-		b.Run(name+"/checkJSON", func(b *testing.B) {
+		b.Run(name+"/CheckJSON", func(b *testing.B) {
 			b.SetBytes(int64(len(r)))
 			for b.Loop() {
-				if checkJSON(r) != nil {
+				if CheckJSON(r) != nil {
 					b.Fatal("refused")
 				}
 			}
