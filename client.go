@@ -13,6 +13,7 @@ import (
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
 	streamio "github.com/zbstream/zbstream/io"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Version is the version of zbstream, sent in the user agent.
@@ -130,13 +131,22 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 		l.Info("zbstream: stream opened", "kind", kind.String(), "table", table,
 			"stream_id", s.StreamID(), "last_durable", s.LastDurable())
 	}
-	return &Stream{drv: s, proto: so.desc, maxCall: so.cfg.MaxCallBytes}, nil
+	return &Stream{drv: s, proto: so.desc}, nil
+}
+
+// checkTable applies record.CheckTable, the table-name rule, and reports a
+// name that is not one as a *ConfigError (Field "Table").
+func checkTable(table string) error {
+	if err := record.CheckTable(table); err != nil {
+		return &ConfigError{Field: "Table", Reason: err.Error()}
+	}
+	return nil
 }
 
 // transport returns a gRPC transport for table with the client's
 // credentials.
 func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transport, error) {
-	if err := grpcio.CheckTable(table); err != nil {
+	if err := checkTable(table); err != nil {
 		return nil, err
 	}
 	headers, err := c.headers(table)

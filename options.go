@@ -204,8 +204,10 @@ func WithMaxInflight(calls int, bytes int64) StreamOption {
 	}
 }
 
-// WithMaxCallBytes bounds the payload of one ingest call (default 10 MiB
-// minus 64 KiB).
+// WithMaxCallBytes bounds the size of one ingest call (default 10 MiB
+// minus 64 KiB), each record counted as the request frames it
+// (record.CallSize): a batch of many small records weighs more than its
+// payload.
 func WithMaxCallBytes(n int64) StreamOption {
 	return func(o *streamOptions) error { o.cfg.MaxCallBytes = n; return nil }
 }

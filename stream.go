@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Stream is one ingestion stream into a table, made by a Client's
@@ -26,9 +26,8 @@ import (
 // wrapping ErrStreamFailed and the cause (Err and Close return the cause
 // itself), and the records it could not deliver stay in Unacked.
 type Stream struct {
-	drv     *streamio.Stream
-	proto   *protoDescriptor // nil for JSON streams
-	maxCall int64
+	drv   *streamio.Stream
+	proto *protoDescriptor // nil for JSON streams
 }
 
 // IngestJSON marshals v with encoding/json and ingests it as one record of
@@ -44,7 +43,7 @@ func (s *Stream) IngestJSON(ctx context.Context, v any) (int64, error) {
 	if err != nil {
 		return core.NoOffset, fmt.Errorf("zbstream: marshalling a JSON record: %w", err)
 	}
-	if len(b) == 0 || b[0] != '{' {
+	if record.CheckJSON(b) != nil {
 		return core.NoOffset, fmt.Errorf("%w: a JSON record must be an object, got %.20s", ErrRecordType, b)
 	}
 	return s.IngestRecord(ctx, b)
@@ -110,8 +109,9 @@ func (s *Stream) marshalProto(m ProtoMessage) ([]byte, error) {
 // or ctx ends; then it returns context.Cause(ctx) and the record is not
 // accepted. Otherwise it does not block.
 //
-// Errors: a record over the per-call limit (WithMaxCallBytes) is a
-// *LimitError (errors.Is ErrCallTooLarge); after Close, ErrClosed; after
+// Errors: a record over the per-call limit (WithMaxCallBytes, counting the
+// record as the request frames it: record.FramedSize) is a *LimitError
+// (errors.Is ErrCallTooLarge); after Close, ErrClosed; after
 // the stream failed, an error wrapping ErrStreamFailed and the cause;
 // ErrOffsetSpaceExhausted when the next offset would overflow int64 (the
 // stream fails with it). On any error the record has no offset
@@ -129,20 +129,11 @@ func (s *Stream) IngestRecord(ctx context.Context, record []byte) (int64, error)
 // failed).
 //
 // It blocks, honours ctx and fails as IngestRecord does. The per-call limit
-// counts the batch as it travels, with each record's framing, so that a
-// batch of many small records cannot pass the check and still be refused by
-// the server: a batch over it is a *LimitError (errors.Is ErrCallTooLarge)
-// and nothing is ingested.
+// counts the batch as it travels, with each record's framing
+// (record.CallSize), so that a batch of many small records cannot pass the
+// check and still be refused by the server: a batch over it is a
+// *LimitError (errors.Is ErrCallTooLarge) and nothing is ingested.
 func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, error) {
-	if len(records) > 1 {
-		var size int64
-		for _, r := range records {
-			size += int64(1 + protowire.SizeVarint(uint64(len(r))) + len(r))
-		}
-		if size > s.maxCall {
-			return core.NoOffset, &LimitError{Limit: "per-call bytes (as sent)", Max: s.maxCall, Got: size}
-		}
-	}
 	return s.drv.IngestBatch(ctx, records)
 }
 

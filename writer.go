@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/record"
 )
 
 // DefaultMaxOpenStreams is how many streams a Writer keeps open at most
@@ -169,7 +170,7 @@ func (w *Writer) IngestJSON(ctx context.Context, table string, v any) (int64, er
 	if err != nil {
 		return NoOffset, tableErr(table, fmt.Errorf("zbstream: marshalling a JSON record: %w", err))
 	}
-	if len(b) == 0 || b[0] != '{' {
+	if record.CheckJSON(b) != nil {
 		return NoOffset, tableErr(table, fmt.Errorf("%w: a JSON record must be an object, got %.20s", ErrRecordType, b))
 	}
 	return w.IngestRecord(ctx, table, b)

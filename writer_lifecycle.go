@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/zbstream/zbstream/grpcio"
 )
 
 // The Writer's flush, close, failure and inspection calls.
@@ -124,7 +122,7 @@ func (w *Writer) Close(ctx context.Context) error {
 // is: (nil, nil). An invalid table name is a *TableError wrapping a
 // *ConfigError.
 func (w *Writer) Reset(table string) ([]Batch, error) {
-	if err := grpcio.CheckTable(table); err != nil {
+	if err := checkTable(table); err != nil {
 		return nil, tableErr(table, err)
 	}
 	w.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/zbstream/zbstream/core"
-	"github.com/zbstream/zbstream/grpcio"
 )
 
 // tableState is where a table of a Writer is in its stream's life.
@@ -160,7 +159,7 @@ func (w *Writer) knownConfig(table string) (TableConfig, error) {
 // calls of a table may both ask; the first to register the table keeps
 // its answer.
 func (w *Writer) tableConfig(table string) (TableConfig, error) {
-	if err := grpcio.CheckTable(table); err != nil {
+	if err := checkTable(table); err != nil {
 		return TableConfig{}, tableErr(table, err)
 	}
 	if w.cfg.Table == nil {

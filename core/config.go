@@ -38,7 +38,8 @@ type Config struct {
 	// MaxInflightBytes bounds the payload bytes of buffered plus in-flight
 	// calls. It must be at least MaxCallBytes.
 	MaxInflightBytes int64
-	// MaxCallBytes bounds the payload bytes of one ingest call.
+	// MaxCallBytes bounds the bytes of one ingest call as the request
+	// carries its records: each record with its framing (FramedSize).
 	MaxCallBytes int64
 
 	// OpenTimeout bounds each open attempt.

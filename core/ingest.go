@@ -15,7 +15,7 @@ import (
 // changes nothing. When the offset space is exhausted the stream fails and
 // the record is not accepted.
 func (m *Machine) IngestRecord(now Instant, rt RecordType, record []byte) (int64, error) {
-	return m.ingest(now, rt, entry{one: record, size: int64(len(record))})
+	return m.ingest(now, rt, entry{one: record, size: int64(len(record))}, FramedSize(len(record)))
 }
 
 // IngestBatch accepts a batch of records under one offset. An empty batch
@@ -32,7 +32,42 @@ func (m *Machine) IngestBatch(now Instant, rt RecordType, records [][]byte) (int
 	for _, r := range records {
 		size += int64(len(r))
 	}
-	return m.ingest(now, rt, entry{many: records, size: size})
+	return m.ingest(now, rt, entry{many: records, size: size}, CallSize(records))
+}
+
+// CallSize returns the size of a call of records as MaxCallBytes counts
+// it: the sum of FramedSize over them.
+func CallSize(records [][]byte) int64 {
+	var n int64
+	for _, r := range records {
+		n += FramedSize(len(r))
+	}
+	return n
+}
+
+// CallTooLarge reports whether a call of call bytes (CallSize) is over the
+// per-call limit, MaxCallBytes: IngestRecord and IngestBatch refuse such a
+// call with a *LimitError. A driver that copies a call's records before it
+// hands them over asks first, so as not to copy what will be refused.
+func (m *Machine) CallTooLarge(call int64) bool {
+	return call > m.cfg.MaxCallBytes
+}
+
+// FramedSize returns the bytes a record of n bytes takes in an ingest
+// request: a one-byte tag, its length as a varint and the record itself.
+// A call's size against MaxCallBytes is the sum of FramedSize over its
+// records (CallSize), one record or a batch alike: that is what the request message
+// carries, and a batch of many small records weighs far more than its
+// payload (a 1-byte record takes 3), so a payload count would let through
+// batches the server refuses. It is the same function as
+// record.FramedSize (core imports neither protobuf nor record; a test of
+// package record holds the two equal).
+func FramedSize(n int) int64 {
+	head := int64(2) // the tag, and the length's last varint byte
+	for v := uint64(n); v >= 0x80; v >>= 7 {
+		head++
+	}
+	return head + int64(n)
 }
 
 // canIngest checks everything about a call except its size.
@@ -53,12 +88,17 @@ func (m *Machine) canIngest(now Instant, rt RecordType) error {
 	return nil
 }
 
-func (m *Machine) ingest(now Instant, rt RecordType, e entry) (int64, error) {
+// ingest accepts the call e, of call bytes as the per-call limit counts
+// them (FramedSize); e.size, its payload, is what the window's byte bound
+// counts.
+func (m *Machine) ingest(now Instant, rt RecordType, e entry, call int64) (int64, error) {
 	if err := m.canIngest(now, rt); err != nil {
 		return NoOffset, err
 	}
-	if e.size > m.cfg.MaxCallBytes {
-		return NoOffset, &LimitError{Limit: "per-call bytes", Max: m.cfg.MaxCallBytes, Got: e.size}
+	// The one check of the per-call limit: the core owns MaxCallBytes, and
+	// the client, the driver and the spool leave the refusal to it.
+	if m.CallTooLarge(call) {
+		return NoOffset, &LimitError{Limit: "per-call bytes (as sent)", Max: m.cfg.MaxCallBytes, Got: call}
 	}
 	if m.win.len() >= int64(m.cfg.MaxInflightCalls) || m.win.bytes+e.size > m.cfg.MaxInflightBytes {
 		return NoOffset, ErrWindowFull

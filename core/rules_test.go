@@ -1461,8 +1461,8 @@ func TestRuleBackpressureWindow(t *testing.T) {
 		afterAck int   // size accepted once offset 0 is acked
 	}{
 		{name: "by calls", calls: 3, bytes: 1 << 20, perCall: 1 << 10, accept: []int{1, 1, 1}, refuse: 1, afterAck: 1},
-		{name: "by bytes", calls: 100, bytes: 20, perCall: 10, accept: []int{8, 8}, refuse: 5, afterAck: 8},
-		{name: "by bytes, exact fit", calls: 100, bytes: 20, perCall: 10, accept: []int{10, 10}, refuse: 1, afterAck: 10},
+		{name: "by bytes", calls: 100, bytes: 20, perCall: 20, accept: []int{8, 8}, refuse: 5, afterAck: 8},
+		{name: "by bytes, exact fit", calls: 100, bytes: 20, perCall: 20, accept: []int{10, 10}, refuse: 1, afterAck: 10},
 		{name: "empty records count as calls", calls: 2, bytes: 10, perCall: 10, accept: []int{0, 0}, refuse: 0, afterAck: 0},
 	}
 	for _, kind := range ruleKinds {
@@ -1504,21 +1504,24 @@ func TestRuleBackpressureWindow(t *testing.T) {
 	}
 }
 
-// TestRuleCallTooLarge pins §5.6: a call larger than MaxCallBytes is refused
-// with a *LimitError (ErrCallTooLarge) before anything is queued.
+// TestRuleCallTooLarge pins §5.6: a call larger than MaxCallBytes, each
+// record counted with its framing (core.FramedSize), is refused with a
+// *LimitError (ErrCallTooLarge) before anything is queued.
 func TestRuleCallTooLarge(t *testing.T) {
 	tests := []struct {
 		name  string
 		batch [][]byte
 	}{
-		{"single one over", [][]byte{make([]byte, 9)}},
-		{"batch over in sum", [][]byte{make([]byte, 3), make([]byte, 3), make([]byte, 3)}},
+		{"single one over", [][]byte{make([]byte, 9)}},                                                      // 1+1+9
+		{"single over by its framing", [][]byte{make([]byte, 10)}},                                          // its payload is the limit
+		{"batch over in sum", [][]byte{make([]byte, 1), make([]byte, 1), make([]byte, 1), make([]byte, 1)}}, // 4 bytes of payload, 12 as sent
+		{"batch of empty records", [][]byte{{}, {}, {}, {}, {}, {}}},                                        // 12 as sent
 		{"single far over", [][]byte{make([]byte, 1<<20)}},
 	}
 	for _, kind := range ruleKinds {
 		for _, tc := range tests {
 			t.Run(kind.String()+"/"+tc.name, func(t *testing.T) {
-				h := startStream(t, kind, func(c *core.Config) { c.MaxCallBytes = 8; c.MaxInflightBytes = 100 })
+				h := startStream(t, kind, func(c *core.Config) { c.MaxCallBytes = 10; c.MaxInflightBytes = 100 })
 				h.ingest(1)
 				h.report(h.poll())
 				before := h.snapshot()
@@ -1535,15 +1538,21 @@ func TestRuleCallTooLarge(t *testing.T) {
 				}
 				var size int64
 				for _, r := range tc.batch {
-					size += int64(len(r))
+					size += 2 + int64(len(r)) // a 1-byte tag, a 1-byte length below 128
 				}
-				if le.Max != 8 || le.Got != size || !strings.Contains(err.Error(), "8") {
-					t.Errorf("LimitError{Max: %d, Got: %d} %q, want {8, %d}", le.Max, le.Got, err, size)
+				if len(tc.batch[0]) == 1<<20 {
+					size = 1<<20 + 4 // a 3-byte length
+				}
+				if le.Max != 10 || le.Got != size || !strings.Contains(err.Error(), "10") {
+					t.Errorf("LimitError{Max: %d, Got: %d} %q, want {10, %d}", le.Max, le.Got, err, size)
 				}
 				h.unchanged(before)
-				// Exactly at the limit is fine.
+				// Exactly at the limit is fine, one record or a batch.
 				if o, err := h.m.IngestRecord(h.now, core.RecordJSON, make([]byte, 8)); err != nil || o != 1 {
 					t.Errorf("ingest at the limit: %d, %v", o, err)
+				}
+				if o, err := h.m.IngestBatch(h.now, core.RecordJSON, [][]byte{make([]byte, 1), make([]byte, 1), make([]byte, 2)}); err != nil || o != 2 {
+					t.Errorf("batch at the limit: %d, %v", o, err)
 				}
 			})
 		}
@@ -2433,6 +2442,23 @@ func TestRuleConfigValidation(t *testing.T) {
 					t.Errorf("Validate %v differs from New %v", verr, err)
 				}
 			})
+		}
+	}
+}
+
+// TestFramedSize pins the size of a record as an ingest request carries
+// it: a tag byte, the length as a varint (one more byte at each power of
+// 128) and the record.
+func TestFramedSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want int64
+	}{
+		{0, 2}, {1, 3}, {127, 129}, {128, 131}, {16383, 16386}, {16384, 16388},
+		{1<<21 - 1, 1<<21 + 3}, {1 << 21, 1<<21 + 5}, {1<<28 - 1, 1<<28 + 4}, {1 << 28, 1<<28 + 6},
+	} {
+		if got := core.FramedSize(tc.n); got != tc.want {
+			t.Errorf("FramedSize(%d) = %d, want %d", tc.n, got, tc.want)
 		}
 	}
 }

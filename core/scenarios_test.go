@@ -804,23 +804,25 @@ func TestScnIngestRejected(t *testing.T) {
 
 			t.Run("oversize", func(t *testing.T) {
 				cfg := scnConfig(kind)
-				cfg.MaxCallBytes, cfg.MaxInflightBytes = 8, 64
+				// A call's size is its records as sent: each with a
+				// tag byte and a length byte here.
+				cfg.MaxCallBytes, cfg.MaxInflightBytes = 12, 64
 				d := newScn(t, newModelServer(t), "a", cfg)
 				d.open()
-				_, err := d.m.IngestRecord(d.now, core.RecordJSON, []byte("123456789"))
+				_, err := d.m.IngestRecord(d.now, core.RecordJSON, []byte("1234567890!"))
 				var le *core.LimitError
-				if !errors.Is(err, core.ErrCallTooLarge) || !errors.As(err, &le) || le.Max != 8 || le.Got != 9 {
-					t.Errorf("9-byte record: %v, want a LimitError 9 > 8", err)
+				if !errors.Is(err, core.ErrCallTooLarge) || !errors.As(err, &le) || le.Max != 12 || le.Got != 13 {
+					t.Errorf("11-byte record: %v, want a LimitError 13 > 12", err)
 				}
-				if _, err := d.m.IngestBatch(d.now, core.RecordJSON, scnBytes("12345", "6789")); !errors.Is(err, core.ErrCallTooLarge) {
-					t.Errorf("9-byte batch: %v, want ErrCallTooLarge", err)
+				if _, err := d.m.IngestBatch(d.now, core.RecordJSON, scnBytes("1234", "56789")); !errors.Is(err, core.ErrCallTooLarge) {
+					t.Errorf("batch of 13 bytes as sent: %v, want ErrCallTooLarge", err)
 				}
 				unchanged(t, d, core.NoOffset, 0)
-				if o := d.ingest("12345678"); o != 0 {
-					t.Errorf("8-byte record at the limit: offset %d, want 0", o)
+				if o := d.ingest("1234567890"); o != 0 {
+					t.Errorf("10-byte record, 12 as sent, at the limit: offset %d, want 0", o)
 				}
 				if o := d.ingestBatch("1234", "5678"); o != 1 {
-					t.Errorf("8-byte batch at the limit: offset %d, want 1", o)
+					t.Errorf("batch of 12 bytes as sent, at the limit: offset %d, want 1", o)
 				}
 			})
 
@@ -914,7 +916,7 @@ func TestScnWindowFull(t *testing.T) {
 
 			t.Run("bytes", func(t *testing.T) {
 				cfg := scnConfig(kind)
-				cfg.MaxCallBytes, cfg.MaxInflightBytes = 4, 8
+				cfg.MaxCallBytes, cfg.MaxInflightBytes = 8, 8 // the window counts payload bytes
 				d := newScn(t, newModelServer(t), "a", cfg)
 				d.open()
 				d.autoAck = false

@@ -13,6 +13,7 @@ import (
 	"github.com/zbstream/zbstream/core"
 	streamio "github.com/zbstream/zbstream/io"
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Config describes the table a Transport writes to and how it
@@ -44,25 +45,15 @@ type Transport struct {
 var _ streamio.Transport = (*Transport)(nil)
 
 // NewTransport returns a transport over cc (see Dial). It checks the table
-// name.
+// name (record.CheckTable): one that is not is a *core.ConfigError.
 func NewTransport(cc grpc.ClientConnInterface, cfg Config) (*Transport, error) {
 	if cc == nil {
 		return nil, &core.ConfigError{Field: "ClientConn", Reason: "must not be nil"}
 	}
-	if err := CheckTable(cfg.Table); err != nil {
-		return nil, err
+	if err := record.CheckTable(cfg.Table); err != nil {
+		return nil, &core.ConfigError{Field: "Table", Reason: err.Error()}
 	}
 	return &Transport{cc: cc, client: ingestpb.NewZerobusClient(cc), cfg: cfg}, nil
-}
-
-// CheckTable reports whether name is catalog.schema.table: exactly three
-// non-empty dot-separated parts. It returns a *core.ConfigError otherwise.
-func CheckTable(name string) error {
-	parts := strings.Split(name, ".")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return &core.ConfigError{Field: "Table", Reason: fmt.Sprintf("%q is not catalog.schema.table", name)}
-	}
-	return nil
 }
 
 // InvalidateCredentials passes the server's rejection on to the headers

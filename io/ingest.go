@@ -91,9 +91,10 @@ func (s *Stream) accepted(off int64, n int, size int64) {
 
 // acceptRecord gives one record to the machine: a copy in the arena, or
 // the record itself with Options.NoCopy or when the machine will refuse it
-// anyway (too large, or the stream has ended). The caller holds s.mu.
+// anyway (too large, as the machine says, or the stream has ended). The
+// caller holds s.mu.
 func (s *Stream) acceptRecord(r []byte) (int64, error) {
-	if s.arena == nil || s.finished || int64(len(r)) > s.maxCall {
+	if s.arena == nil || s.finished || s.m.CallTooLarge(core.FramedSize(len(r))) {
 		return s.m.IngestRecord(s.at, s.rt, r)
 	}
 	m := s.arena.mark()
@@ -107,11 +108,7 @@ func (s *Stream) acceptBatch(records [][]byte) (int64, error) {
 	if s.arena == nil || s.finished || len(records) == 0 {
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
-	var size int64
-	for _, r := range records {
-		size += int64(len(r))
-	}
-	if size > s.maxCall {
+	if s.m.CallTooLarge(core.CallSize(records)) {
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
 	m := s.arena.mark()

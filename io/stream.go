@@ -49,12 +49,11 @@ type Stream struct {
 	lastCode core.Code
 
 	// arena holds the copies of accepted records (nil with
-	// Options.NoCopy); maxCall is the machine's per-call limit, checked
-	// before a copy is made. strays counts the senders of connections the
+	// Options.NoCopy; a call the machine will refuse as too large is not
+	// copied). strays counts the senders of connections the
 	// stream has left that may still be in a Send: while any runs, no
 	// arena memory is given back.
 	arena    *recordArena
-	maxCall  int64
 	strays   int
 	finished bool // the machine has finished: no call is accepted any more
 	closing  bool // Close was called
@@ -111,7 +110,6 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		opened:   make(chan struct{}),
 		lowCalls: cfg.MaxInflightCalls - cfg.MaxInflightCalls/8,
 		lowBytes: cfg.MaxInflightBytes - cfg.MaxInflightBytes/8,
-		maxCall:  cfg.MaxCallBytes,
 		done:     make(chan struct{}),
 	}
 	if !opts.NoCopy {

@@ -111,8 +111,8 @@ func checkDifferential(t *rapid.T, kind core.Kind, plant func(*core.Machine)) {
 		cfg.ClientRequestID = "req-1"
 	}
 	cfg.MaxInflightCalls = rapid.IntRange(1, 8).Draw(t, "maxCalls")
-	cfg.MaxCallBytes = 16
-	cfg.MaxInflightBytes = int64(rapid.IntRange(16, 80).Draw(t, "maxBytes"))
+	cfg.MaxCallBytes = 21 // three records of 5 bytes, 7 each as sent
+	cfg.MaxInflightBytes = int64(rapid.IntRange(21, 80).Draw(t, "maxBytes"))
 	cfg.Retries = 1 << 20 // every drop here is recovered
 	cfg.Backoff = core.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond, Multiplier: 2}
 	cfg.Seed = rapid.Uint64().Draw(t, "seed")

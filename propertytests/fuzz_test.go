@@ -640,7 +640,7 @@ func (r *fzRun) ingest(wrongType bool, n, size int) {
 			rec = append(rec, bytes.Repeat([]byte{'x'}, size-len(rec))...)
 		}
 		recs[k] = rec
-		total += int64(len(rec))
+		total += modelFramed(len(rec)) // the call as sent: what the limit counts
 	}
 	before := r.snap()
 	var off int64

@@ -12,6 +12,8 @@ import (
 	"math"
 	"slices"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -127,9 +129,17 @@ const (
 	modelErrExhausted
 )
 
-// ingestOutcome decides an ingest call of size bytes (empty: an empty batch)
+// modelFramed is a record of n bytes as an ingest request carries it, which
+// the per-call limit counts: the wire's own arithmetic (a tag of field 1,
+// a length-delimited value), not the core's.
+func modelFramed(n int) int64 {
+	return int64(protowire.SizeTag(1) + protowire.SizeBytes(n))
+}
+
+// ingestOutcome decides an ingest call of size bytes of payload, call
+// bytes as sent (modelFramed; empty: an empty batch)
 // per §5.1 and §5.6. closedState says the machine is closing or closed.
-func (md *model) ingestOutcome(empty, wrongType bool, size int64) modelIngestOutcome {
+func (md *model) ingestOutcome(empty, wrongType bool, size, call int64) modelIngestOutcome {
 	switch {
 	case md.failed:
 		return modelErrFailed
@@ -141,7 +151,7 @@ func (md *model) ingestOutcome(empty, wrongType bool, size int64) modelIngestOut
 		return modelErrRecordType
 	case empty:
 		return modelNoOffset
-	case size > md.maxCall:
+	case call > md.maxCall:
 		return modelErrTooLarge
 	}
 	n, b := md.pending()

@@ -91,7 +91,7 @@ func smConfig(t *rapid.T, kind core.Kind) core.Config {
 	rt := rapid.SampledFrom([]core.RecordType{core.RecordJSON, core.RecordProto}).Draw(t, "recordType")
 	cfg := core.DefaultConfig(kind, rt)
 	cfg.MaxInflightCalls = rapid.IntRange(1, 6).Draw(t, "maxCalls")
-	cfg.MaxCallBytes = int64(rapid.IntRange(1, 12).Draw(t, "maxCallBytes"))
+	cfg.MaxCallBytes = int64(rapid.IntRange(2, 14).Draw(t, "maxCallBytes")) // an empty record takes 2
 	cfg.MaxInflightBytes = cfg.MaxCallBytes + int64(rapid.IntRange(0, 30).Draw(t, "extraBytes"))
 	cfg.OpenTimeout = 3 * time.Second
 	cfg.AckTimeout = time.Duration(rapid.IntRange(2, 6).Draw(t, "ackTimeoutS")) * time.Second
@@ -526,7 +526,7 @@ func (h *smHarness) smCheck(t *rapid.T) {
 // Actions
 
 func (h *smHarness) smRecord(t *rapid.T, label string) []byte {
-	n := rapid.IntRange(0, int(h.cfg.MaxCallBytes)+2).Draw(t, label+"Len")
+	n := rapid.IntRange(0, int(h.cfg.MaxCallBytes)).Draw(t, label+"Len") // up to 2 bytes over the limit as sent
 	h.recSeq++
 	rec := make([]byte, n)
 	for i := range rec {
@@ -542,15 +542,16 @@ func (h *smHarness) smRecord(t *rapid.T, label string) []byte {
 // the outcome against the model.
 func (h *smHarness) smIngestOne(t *rapid.T, single bool, recs [][]byte, wrongType bool) {
 	md := h.md
-	var size int64
+	var size, call int64
 	for _, r := range recs {
 		size += int64(len(r))
+		call += modelFramed(len(r))
 	}
 	rt := h.cfg.RecordType
 	if wrongType {
 		rt = core.RecordJSON + core.RecordProto - rt
 	}
-	want := md.ingestOutcome(!single && len(recs) == 0, wrongType, size)
+	want := md.ingestOutcome(!single && len(recs) == 0, wrongType, size, call)
 	before := h.smSnap()
 	var off int64
 	var err error

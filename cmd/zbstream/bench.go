@@ -13,6 +13,7 @@ import (
 
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/record"
 )
 
 // benchTable is the table the bench writes (the ack-only engine stores
@@ -153,7 +154,7 @@ func (c *benchConfig) check() error {
 	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):
 		return usageErr("-csv and -svg write the throughput table, not -rss or -recovery")
 	}
-	if err := grpcio.CheckTable(c.table); err != nil {
+	if err := record.CheckTable(c.table); err != nil {
 		return usageErr("-table: %v", err)
 	}
 	if c.endpoint != "" {

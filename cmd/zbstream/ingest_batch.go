@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/zbstream/zbstream/record"
 )
 
 // ingestBatcher groups records into calls, deterministically: a call takes
@@ -35,7 +35,7 @@ type ingestBatcher struct {
 }
 
 func ingestFramed(rec []byte) int64 {
-	return int64(1 + protowire.SizeVarint(uint64(len(rec))) + len(rec))
+	return record.FramedSize(len(rec))
 }
 
 // next returns the next call's records, or io.EOF.

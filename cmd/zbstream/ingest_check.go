@@ -10,12 +10,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
-	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Records are checked before anything is sent with the reference server's
-// own rules (server.RecordChecker), not a copy of them: a record the
-// server would refuse ends the stream for good, so the pre-check must
+// own rules (record.Checker, which the server checks with), not a copy of
+// them: a record the server would refuse ends the stream for good, so the
+// pre-check must
 // refuse exactly what the server refuses, and sharing the code is the only
 // way to keep that true as the rules change.
 
@@ -23,15 +24,15 @@ import (
 // proto, built from the DescriptorProto the client sends at create (as
 // zbstream.WithProtoMessage encodes it), which the server turns into its
 // own message type.
-func ingestChecker(md protoreflect.MessageDescriptor) (*server.RecordChecker, error) {
+func ingestChecker(md protoreflect.MessageDescriptor) (*record.Checker, error) {
 	if md == nil {
-		return server.NewRecordChecker(ingestpb.RecordType_JSON, nil)
+		return record.NewChecker(ingestpb.RecordType_JSON, nil)
 	}
 	desc, err := proto.Marshal(protodesc.ToDescriptorProto(md))
 	if err != nil {
 		return nil, usageErr("-proto-message %s: encoding its descriptor: %v", md.FullName(), err)
 	}
-	c, err := server.NewRecordChecker(ingestpb.RecordType_PROTO, desc)
+	c, err := record.NewChecker(ingestpb.RecordType_PROTO, desc)
 	if err != nil {
 		return nil, usageErr("-proto-message %s: the server would refuse its descriptor: %v", md.FullName(), err)
 	}
@@ -57,22 +58,31 @@ type ingestInvalidRecord struct {
 func (e *ingestInvalidRecord) Error() string { return e.loc + ": " + e.reason }
 
 // ingestJSONReason says why a JSON stream would refuse rec, or "".
-func ingestJSONReason(c *server.RecordChecker, rec []byte) string {
-	if len(rec) > ingestMaxRecordBytes {
-		return fmt.Sprintf("record of %d bytes is over the per-call limit of %d bytes", len(rec), ingestMaxRecordBytes)
+func ingestJSONReason(c *record.Checker, rec []byte) string {
+	if reason := ingestSizeReason(rec); reason != "" {
+		return reason
 	}
 	err := c.Check(rec)
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, server.ErrNotObject):
+	case errors.Is(err, record.ErrNotObject):
 		return fmt.Sprintf("not a JSON object (starts with %q)", ingestPreview(rec))
-	case errors.Is(err, server.ErrInvalidUTF8):
+	case errors.Is(err, record.ErrInvalidUTF8):
 		return fmt.Sprintf("invalid UTF-8 at byte %d of the record", ingestFirstInvalidUTF8(rec)+1)
-	case errors.Is(err, server.ErrInvalidJSON):
+	case errors.Is(err, record.ErrInvalidJSON):
 		return "malformed JSON: " + ingestJSONProblem(rec)
 	}
 	return err.Error()
+}
+
+// ingestSizeReason says why rec cannot be sent even alone, or "": the
+// per-call limit counts it as the request frames it (record.FramedSize).
+func ingestSizeReason(rec []byte) string {
+	if n := record.FramedSize(len(rec)); n > ingestMaxRecordBytes {
+		return fmt.Sprintf("record of %d bytes (%d as sent) is over the per-call limit of %d bytes", len(rec), n, ingestMaxRecordBytes)
+	}
+	return ""
 }
 
 // ingestFirstInvalidUTF8 returns the index of the first byte of b that is

@@ -10,7 +10,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
-	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/record"
 )
 
 const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
@@ -148,7 +148,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		return nil, usageErr("-progress must not be negative (0 turns progress off)")
 	}
 	if f.table != "" {
-		if err := grpcio.CheckTable(f.table); err != nil {
+		if err := record.CheckTable(f.table); err != nil {
 			return nil, usageErr("-table: %v", err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/record"
 )
 
 // ingestRouter hands on the records of r and notes each one's table, the
@@ -77,7 +77,7 @@ func ingestTableOf(rec []byte, field string) (table, reason string) {
 			_ = dec.Decode(&raw) // skip the rest of an object or array
 			return "", fmt.Sprintf("field %q is not a string", field)
 		}
-		if err := grpcio.CheckTable(s); err != nil {
+		if err := record.CheckTable(s); err != nil {
 			return "", fmt.Sprintf("field %q is %q, not a table name (catalog.schema.table)", field, s)
 		}
 		table = s

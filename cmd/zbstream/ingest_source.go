@@ -22,7 +22,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
-	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Input formats, as the state file names them.
@@ -54,7 +54,7 @@ type ingestRecordReader interface {
 type ingestJSONLines struct {
 	path  string
 	r     *bufio.Reader
-	check *server.RecordChecker
+	check *record.Checker
 	line  int64
 	pos   int64 // bytes read
 	at    ingestPlace
@@ -119,7 +119,7 @@ type ingestDelimitedProto struct {
 	path  string
 	r     *bufio.Reader
 	md    protoreflect.MessageDescriptor
-	check *server.RecordChecker
+	check *record.Checker
 	n     int64 // records read
 	pos   int64 // byte offset of the next record's length prefix
 	count *ingestCountingReader
@@ -156,6 +156,9 @@ func (p *ingestDelimitedProto) next() ([]byte, error) {
 	p.n++
 	p.pos = at + head + int64(size)
 	p.at = ingestPlace{n: idx, off: at, end: p.pos}
+	if reason := ingestSizeReason(rec); reason != "" {
+		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at, reason: reason, record: rec}
+	}
 	if err := p.check.Check(rec); err != nil {
 		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at,
 			reason: fmt.Sprintf("not a valid %s: %v", p.md.FullName(), err), record: rec}
@@ -231,7 +234,7 @@ type ingestSource struct {
 	path   string
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
-	check  *server.RecordChecker
+	check  *record.Checker
 }
 
 // open opens the file and returns a reader of its records; the returned

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/record"
 )
 
 func TestIngestJSONLinesReader(t *testing.T) {
@@ -116,7 +116,7 @@ func TestIngestScanErrors(t *testing.T) {
 	}
 }
 
-func ingestTestChecker(t *testing.T) *server.RecordChecker {
+func ingestTestChecker(t *testing.T) *record.Checker {
 	t.Helper()
 	c, err := ingestChecker(nil)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/record"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -50,7 +50,7 @@ func parseTokenSpec(spec string) (token string, p server.Principal, err error) {
 	for _, tab := range strings.Split(tables, ",") {
 		tab = strings.TrimSpace(tab)
 		if tab != server.AllTables {
-			if err := grpcio.CheckTable(tab); err != nil {
+			if err := record.CheckTable(tab); err != nil {
 				return "", server.Principal{}, fmt.Errorf("principal %q: table %q is not catalog.schema.table (or *)", name, tab)
 			}
 		}
@@ -147,7 +147,7 @@ func parseOAuthSpec(spec string) (server.OAuthClient, error) {
 		for _, tab := range strings.Split(tables, ",") {
 			tab = strings.TrimSpace(tab)
 			if tab != server.AllTables {
-				if err := grpcio.CheckTable(tab); err != nil {
+				if err := record.CheckTable(tab); err != nil {
 					return server.OAuthClient{}, fmt.Errorf("OAuth client %q: table %q is not catalog.schema.table (or *)", id, tab)
 				}
 			}
