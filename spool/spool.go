@@ -1,7 +1,6 @@
 package spool
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,12 +10,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/record"
 )
 
 // Defaults of Options.
@@ -68,6 +66,7 @@ type Options struct {
 type Spool struct {
 	opts   Options
 	stream *zbstream.Stream
+	check  *record.Checker // the records' rules, set by Open
 	lock   *os.File
 	w      *wal // owned by the committer goroutine once Open returns
 
@@ -215,12 +214,9 @@ func (m *meta) check(want meta, streamID string) error {
 	case streamID != "" && m.StreamID != "" && streamID != m.StreamID:
 		return &MismatchError{Field: "stream id", Spool: m.StreamID, Given: streamID}
 	}
-	if !bytes.Equal(m.Descriptor, want.Descriptor) {
-		var a, b descriptorpb.DescriptorProto
-		if proto.Unmarshal(m.Descriptor, &a) != nil || proto.Unmarshal(want.Descriptor, &b) != nil || !proto.Equal(&a, &b) {
-			return &MismatchError{Field: "descriptor", Spool: fmt.Sprintf("%s (%d bytes)", m.Message, len(m.Descriptor)),
-				Given: fmt.Sprintf("%s (%d bytes), a changed message", want.Message, len(want.Descriptor))}
-		}
+	if !record.SameDescriptor(m.Descriptor, want.Descriptor) {
+		return &MismatchError{Field: "descriptor", Spool: fmt.Sprintf("%s (%d bytes)", m.Message, len(m.Descriptor)),
+			Given: fmt.Sprintf("%s (%d bytes), a changed message", want.Message, len(want.Descriptor))}
 	}
 	return nil
 }
@@ -230,6 +226,9 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 	o := &s.opts
 	want, err := o.wantMeta()
 	if err != nil {
+		return err
+	}
+	if s.check, err = newChecker(want); err != nil {
 		return err
 	}
 	m, ok, err := readMeta(o.Dir)
@@ -455,7 +454,7 @@ func (s *Spool) ingest(ctx context.Context, records [][]byte, batch bool) (int64
 	if len(records) == 0 {
 		return NoOffset, nil
 	}
-	if err := s.checkSize(records, batch); err != nil {
+	if err := s.checkSize(records); err != nil {
 		return NoOffset, err
 	}
 	if err := s.checkRecords(records); err != nil {
@@ -494,15 +493,11 @@ func (s *Spool) ingest(ctx context.Context, records [][]byte, batch bool) (int64
 }
 
 // checkSize refuses a call the stream would refuse, before it reaches the
-// log: an entry the stream cannot take must never be synced.
-func (s *Spool) checkSize(records [][]byte, batch bool) error {
-	var payload, framed int64
-	for _, r := range records {
-		payload += int64(len(r))
-		framed += int64(1 + protowire.SizeVarint(uint64(len(r))) + len(r))
-	}
-	if payload > s.opts.MaxCallBytes || (batch && len(records) > 1 && framed > s.opts.MaxCallBytes) {
-		return fmt.Errorf("%w: %d bytes, the per-call limit is %d", ErrTooLarge, max(payload, framed), s.opts.MaxCallBytes)
+// log: an entry the stream cannot take must never be synced. The call is
+// counted as the stream's limit counts it, as sent (record.CallSize).
+func (s *Spool) checkSize(records [][]byte) error {
+	if n := record.CallSize(records); n > s.opts.MaxCallBytes {
+		return fmt.Errorf("%w: %d bytes as sent, the per-call limit is %d", ErrTooLarge, n, s.opts.MaxCallBytes)
 	}
 	if n := int64(encodedSize(records)); n > s.opts.MaxBytes-s.opts.SegmentBytes {
 		return fmt.Errorf("%w: %d bytes in the log, the spool holds %d", ErrTooLarge, n, s.opts.MaxBytes)

@@ -1,46 +1,40 @@
 package spool
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"unicode/utf8"
-
-	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream"
+	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 )
+
+// newChecker returns the checker of the records of a spool whose header is
+// m: the server's own rules (package record) for the stream's record type
+// and, for proto, the descriptor the stream is created with.
+func newChecker(m meta) (*record.Checker, error) {
+	typ := ingestpb.RecordType_JSON
+	if m.RecordType == "proto" {
+		typ = ingestpb.RecordType_PROTO
+	}
+	c, err := record.NewChecker(typ, m.Descriptor)
+	if err != nil {
+		return nil, fmt.Errorf("spool: the server would refuse the descriptor of %s: %w", m.Message, err)
+	}
+	return c, nil
+}
 
 // checkRecords refuses records the server would refuse for their content,
 // before they reach the log. An entry is sent again at every Open until
 // the server has it, so an entry the server refuses (INVALID_ARGUMENT, a
 // non-retryable failure) would fail the stream at every Open: it must
-// never be synced. The checks are the reference server's: a JSON record
-// is one JSON object in valid UTF-8; a proto record decodes as the
-// spool's message, with every required field and no unknown field.
+// never be synced. The checks are the reference server's (record.Checker):
+// a JSON record is one JSON object in valid UTF-8; a proto record decodes
+// with the stream's descriptor, with every required field, no unknown
+// field (at any depth) and no value outside a closed enum.
 func (s *Spool) checkRecords(records [][]byte) error {
 	for i, r := range records {
-		var reason string
-		if m := s.opts.ProtoMessage; m != nil {
-			msg := m.ProtoReflect().New()
-			if err := proto.Unmarshal(r, msg.Interface()); err != nil {
-				reason = err.Error()
-			} else if len(msg.GetUnknown()) > 0 {
-				reason = fmt.Sprintf("fields unknown to %s", msg.Descriptor().FullName())
-			}
-		} else {
-			t := bytes.TrimLeft(r, " \t\r\n")
-			switch {
-			case len(t) == 0 || t[0] != '{':
-				reason = "not a JSON object"
-			case !utf8.Valid(r):
-				reason = "invalid UTF-8"
-			case !json.Valid(r):
-				reason = "invalid JSON"
-			}
-		}
-		if reason != "" {
-			return fmt.Errorf("%w: record %d of the call: %s (nothing was written)", zbstream.ErrRecordType, i, reason)
+		if err := s.check.Check(r); err != nil {
+			return fmt.Errorf("%w: record %d of the call: %v (nothing was written)", zbstream.ErrRecordType, i, err)
 		}
 	}
 	return nil

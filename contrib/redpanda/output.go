@@ -7,12 +7,11 @@ import (
 	"sync"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
 	ingestpb "github.com/zbstream/zbstream/proto"
-	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/record"
 )
 
 // ErrRefused is wrapped by the error of a message whose record the server
@@ -47,7 +46,7 @@ type output struct {
 	conf       config
 	clientOpts []zbstream.Option
 	streamOpts []zbstream.StreamOption
-	check      *server.RecordChecker
+	check      *record.Checker
 	log        *service.Logger
 
 	mu      sync.Mutex
@@ -73,7 +72,7 @@ func newOutput(c config, opts []zbstream.Option, log *service.Logger) (*output, 
 		typ, desc = ingestpb.RecordType_PROTO, d
 	}
 	var err error
-	o.check, err = server.NewRecordChecker(typ, desc)
+	o.check, err = record.NewChecker(typ, desc)
 	return o, err
 }
 
@@ -135,8 +134,8 @@ func (o *output) WriteBatch(ctx context.Context, b service.MessageBatch) error {
 
 // refuses returns why the server would refuse rec, or nil.
 func (o *output) refuses(rec []byte) error {
-	if int64(len(rec)) > core.DefaultMaxCallBytes {
-		return fmt.Errorf("%w: %d bytes, more than a call may carry (%d)", ErrRefused, len(rec), core.DefaultMaxCallBytes)
+	if n := record.FramedSize(len(rec)); n > core.DefaultMaxCallBytes {
+		return fmt.Errorf("%w: %d bytes (%d as sent), more than a call may carry (%d)", ErrRefused, len(rec), n, core.DefaultMaxCallBytes)
 	}
 	if err := o.check.Check(rec); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
@@ -187,15 +186,15 @@ func (o *output) write(ctx context.Context, table string, b service.MessageBatch
 }
 
 // chunks splits idx into runs whose records total at most limit bytes as
-// a call carries them: each with its framing (a tag byte and its length as
-// a varint), as Stream.IngestBatch counts a call against the limit.
+// a call carries them: each with its framing (record.FramedSize), as the
+// stream counts a call against the limit.
 func chunks(b service.MessageBatch, idx []int, limit int64) [][]int {
 	var out [][]int
 	var size int64
 	start := 0
 	for j, i := range idx {
 		rec, _ := b[i].AsBytes()
-		n := int64(1 + protowire.SizeVarint(uint64(len(rec))) + len(rec))
+		n := record.FramedSize(len(rec))
 		if j > start && size+n > limit {
 			out = append(out, idx[start:j])
 			start, size = j, 0

@@ -1,4 +1,4 @@
-package zbredpanda_test
+package redpandatest_test
 
 import (
 	"bytes"
