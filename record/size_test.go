@@ -2,10 +2,12 @@ package record_test
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zbstream/zbstream/core"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/record"
 )
@@ -48,5 +50,28 @@ func TestCallSizeIsTheWire(t *testing.T) {
 				t.Errorf("CallSize(%v) = %d, single-record request %d", sizes, got, want)
 			}
 		}
+	}
+}
+
+// TestCoreCountsTheSame: the core, which owns the per-call limit and
+// imports neither protobuf nor this package, has its own FramedSize and
+// CallSize; they must be these.
+func TestCoreCountsTheSame(t *testing.T) {
+	sizes := []int{}
+	for n := range 300 {
+		sizes = append(sizes, n)
+	}
+	for _, p := range []int{1 << 14, 1 << 21, 1 << 28} {
+		sizes = append(sizes, p-1, p, p+1)
+	}
+	sizes = append(sizes, math.MaxInt32)
+	for _, n := range sizes {
+		if c, r := core.FramedSize(n), record.FramedSize(n); c != r {
+			t.Errorf("FramedSize(%d): core %d, record %d", n, c, r)
+		}
+	}
+	recs := [][]byte{nil, {}, make([]byte, 127), make([]byte, 128), make([]byte, 20000)}
+	if c, r := core.CallSize(recs), record.CallSize(recs); c != r {
+		t.Errorf("CallSize: core %d, record %d", c, r)
 	}
 }
