@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/descriptorpb"
@@ -18,27 +19,19 @@ import (
 // 4; message Inner { optional int32 x = 1; } enum Color { RED = 0; GREEN
 // = 1; } } (proto2, so Color is a closed enum).
 func eventDescriptor() *descriptorpb.DescriptorProto {
-	opt, req := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), descriptorpb.FieldDescriptorProto_LABEL_REQUIRED.Enum()
-	return &descriptorpb.DescriptorProto{
-		Name: proto.String("Event"),
-		Field: []*descriptorpb.FieldDescriptorProto{
-			{Name: proto.String("name"), Number: proto.Int32(1), Label: req, Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()},
-			{Name: proto.String("n"), Number: proto.Int32(2), Label: opt, Type: descriptorpb.FieldDescriptorProto_TYPE_INT64.Enum()},
-			{Name: proto.String("inner"), Number: proto.Int32(3), Label: opt, Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(), TypeName: proto.String(".acme.Event.Inner")},
-			{Name: proto.String("color"), Number: proto.Int32(4), Label: opt, Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(), TypeName: proto.String(".acme.Event.Color")},
-		},
-		NestedType: []*descriptorpb.DescriptorProto{{
-			Name:  proto.String("Inner"),
-			Field: []*descriptorpb.FieldDescriptorProto{{Name: proto.String("x"), Number: proto.Int32(1), Label: opt, Type: descriptorpb.FieldDescriptorProto_TYPE_INT32.Enum()}},
-		}},
-		EnumType: []*descriptorpb.EnumDescriptorProto{{
-			Name: proto.String("Color"),
-			Value: []*descriptorpb.EnumValueDescriptorProto{
-				{Name: proto.String("RED"), Number: proto.Int32(0)},
-				{Name: proto.String("GREEN"), Number: proto.Int32(1)},
-			},
-		}},
+	dp := &descriptorpb.DescriptorProto{}
+	if err := prototext.Unmarshal([]byte(`
+		name: "Event"
+		field { name: "name"  number: 1 label: LABEL_REQUIRED type: TYPE_STRING }
+		field { name: "n"     number: 2 label: LABEL_OPTIONAL type: TYPE_INT64 }
+		field { name: "inner" number: 3 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".acme.Event.Inner" }
+		field { name: "color" number: 4 label: LABEL_OPTIONAL type: TYPE_ENUM    type_name: ".acme.Event.Color" }
+		nested_type { name: "Inner" field { name: "x" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 } }
+		enum_type { name: "Color" value { name: "RED" number: 0 } value { name: "GREEN" number: 1 } }
+	`), dp); err != nil {
+		panic(err)
 	}
+	return dp
 }
 
 func mustMarshal(t testing.TB, m proto.Message) []byte {
