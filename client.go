@@ -15,9 +15,6 @@ import (
 	streamio "github.com/zbstream/zbstream/io"
 )
 
-// Version is the version of zbstream, sent in the user agent.
-const Version = grpcio.Version
-
 // Client is a connection to one Zerobus endpoint. Streams created from it
 // share its gRPC connection. A Client is safe for concurrent use; Close it
 // when every stream is closed.

@@ -20,7 +20,7 @@ const modulePath = "github.com/zbstream/zbstream"
 // libraryDirs are the library packages, relative to the module root. A
 // directory that does not exist yet (or holds no non-test Go file yet) is
 // skipped.
-var libraryDirs = []string{"core", "fsm", "proto", "io", "io/memtransport", "grpcio", "."}
+var libraryDirs = []string{"core", "fsm", "proto", "io", "io/memtransport", "grpcio", "internal/version", "spool", "zerobus", "."}
 
 // isStd reports whether an import path belongs to the standard library: its
 // first element has no dot.
