@@ -109,7 +109,7 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 	case so.cfg.ClientRequestID != "" && (kind != core.Persistent || streamID != ""):
 		return nil, &ConfigError{Field: "ClientRequestID", Reason: "is only for CreatePersistentStream"}
 	case kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "":
-		so.cfg.ClientRequestID = newRequestID()
+		so.cfg.ClientRequestID = NewClientRequestID()
 	}
 	so.cfg.Seed = randomSeed()
 	if err := so.cfg.Validate(); err != nil {
@@ -171,9 +171,13 @@ func (c *Client) headers(table string) (grpcio.HeadersProvider, error) {
 	return p, nil
 }
 
-// newRequestID returns 16 random bytes, hex: a persistent create's
-// idempotency key.
-func newRequestID() string {
+// NewClientRequestID returns a new idempotency key for a persistent
+// create (WithClientRequestID): 16 random bytes, hex, as
+// CreatePersistentStream makes by default. A program that must survive a
+// crash between the create and saving the stream id saves the key first,
+// then creates with it: a create retried with the same key, in this
+// process or the next, gets the same stream back. It never fails.
+func NewClientRequestID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("zbstream: crypto/rand: %v", err)) // never fails on supported platforms
