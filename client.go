@@ -16,9 +16,6 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-// Version is the version of zbstream, sent in the user agent.
-const Version = grpcio.Version
-
 // Client is a connection to one Zerobus endpoint. Streams created from it
 // share its gRPC connection. A Client is safe for concurrent use; Close it
 // when every stream is closed.
@@ -113,7 +110,7 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 	case so.cfg.ClientRequestID != "" && (kind != core.Persistent || streamID != ""):
 		return nil, &ConfigError{Field: "ClientRequestID", Reason: "is only for CreatePersistentStream"}
 	case kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "":
-		so.cfg.ClientRequestID = newRequestID()
+		so.cfg.ClientRequestID = NewClientRequestID()
 	}
 	so.cfg.Seed = randomSeed()
 	if err := so.cfg.Validate(); err != nil {
@@ -134,9 +131,11 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 	return &Stream{drv: s, proto: so.desc}, nil
 }
 
-// checkTable applies record.CheckTable, the table-name rule, and reports a
-// name that is not one as a *ConfigError (Field "Table").
-func checkTable(table string) error {
+// CheckTable reports whether table is a table name, catalog.schema.table
+// (record.CheckTable, the rule every part of zbstream shares), as the
+// client and the Writer check it: a name that is not is a *ConfigError
+// (Field "Table").
+func CheckTable(table string) error {
 	if err := record.CheckTable(table); err != nil {
 		return &ConfigError{Field: "Table", Reason: err.Error()}
 	}
@@ -146,7 +145,7 @@ func checkTable(table string) error {
 // transport returns a gRPC transport for table with the client's
 // credentials.
 func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transport, error) {
-	if err := checkTable(table); err != nil {
+	if err := CheckTable(table); err != nil {
 		return nil, err
 	}
 	headers, err := c.headers(table)
@@ -184,9 +183,13 @@ func (c *Client) headers(table string) (grpcio.HeadersProvider, error) {
 	return p, nil
 }
 
-// newRequestID returns 16 random bytes, hex: a persistent create's
-// idempotency key.
-func newRequestID() string {
+// NewClientRequestID returns a new idempotency key for a persistent
+// create (WithClientRequestID): 16 random bytes, hex, as
+// CreatePersistentStream makes by default. A program that must survive a
+// crash between the create and saving the stream id saves the key first,
+// then creates with it: a create retried with the same key, in this
+// process or the next, gets the same stream back. It never fails.
+func NewClientRequestID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(fmt.Sprintf("zbstream: crypto/rand: %v", err)) // never fails on supported platforms

@@ -7,6 +7,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // BenchmarkWriter measures a Writer with a cap of 16 streams beside one
@@ -43,7 +44,7 @@ func benchWriter(b *testing.B, endpoint string, tables, run int) {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	w, err := zbstream.NewWriter(c, zbstream.WriterConfig{MaxOpenStreams: 16})
+	w, err := writer.New(c, writer.Config{MaxOpenStreams: 16})
 	if err != nil {
 		b.Fatal(err)
 	}

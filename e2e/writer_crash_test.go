@@ -16,6 +16,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // Environment of the server child process of TestWriterServerCrash.
@@ -120,7 +121,7 @@ func TestWriterServerCrash(t *testing.T) {
 	// Reconnects ride out a server restart: gRPC's own reconnect backoff
 	// (1 s, then up to 10 s) decides when the connection is back.
 	opts := fast(zbstream.WithRecovery(400, 10*time.Millisecond, 100*time.Millisecond))
-	w := newWriter(t, client, zbstream.WriterConfig{MaxOpenStreams: 3, Options: opts})
+	w := newWriter(t, client, writer.Config{MaxOpenStreams: 3, Options: opts})
 
 	// The killer kills and restarts the server once the writer has made a
 	// quarter, a half and three quarters of its calls (about 2 records

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // injectWriterFaults programs faults on most of n tables, by table: lost
@@ -40,7 +41,7 @@ func injectWriterFaults(srv *server.Server, n int) {
 // after a few calls, and flushing now and then. It checks that every call
 // gets the next offset of its table, and returns what each table must
 // hold. calls, if not nil, counts the calls made.
-func writerSource(t *testing.T, w *zbstream.Writer, seed uint64, n, perTable int, calls *atomic.Int64) map[string][][]byte {
+func writerSource(t *testing.T, w *writer.Writer, seed uint64, n, perTable int, calls *atomic.Int64) map[string][][]byte {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	want := map[string][][]byte{}
@@ -98,7 +99,7 @@ func TestWriterManyTablesUnderFaults(t *testing.T) {
 	n := envSize(t, "ZBSTREAM_WRITER_TABLES", 200)
 	e := startAllTables(t)
 	injectWriterFaults(e.ts.Server, n)
-	w := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 4, Options: fast()})
+	w := newWriter(t, e.client, writer.Config{MaxOpenStreams: 4, Options: fast()})
 	want := writerSource(t, w, 7, n, 8, nil)
 	if err := w.Flush(ctx(t)); err != nil {
 		t.Fatal(err)
@@ -124,9 +125,9 @@ func TestWriterFailedTable(t *testing.T) {
 	bad, good := wTable(0), wTable(1)
 	var mu sync.Mutex
 	failed := map[string][]int64{}
-	w := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 2, Options: fast(),
+	w := newWriter(t, e.client, writer.Config{MaxOpenStreams: 2, Options: fast(),
 		OnFail: func(table string, off int64, err error) {
-			var te *zbstream.TableError
+			var te *writer.TableError
 			if !errors.As(err, &te) || te.Table != table {
 				t.Errorf("OnFail(%s, %d): %v does not name the table", table, off, err)
 			}
@@ -142,7 +143,7 @@ func TestWriterFailedTable(t *testing.T) {
 	}
 	waitFired(t, h)
 	err := w.Flush(ctx(t))
-	var te *zbstream.TableError
+	var te *writer.TableError
 	if !errors.As(err, &te) || te.Table != bad || !errors.Is(err, zbstream.ErrStreamFailed) {
 		t.Fatalf("Flush: %v, want a *TableError naming %s wrapping ErrStreamFailed", err, bad)
 	}
@@ -192,21 +193,21 @@ func TestWriterFailedTable(t *testing.T) {
 	})
 }
 
-// blockingStore is a StreamStore whose Load of one table blocks until
+// blockingStore is a writer.Store whose Load of one table blocks until
 // released: an open that takes its time.
 type blockingStore struct {
-	zbstream.MemoryStreamStore
+	writer.MemoryStore
 	table   string
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (s *blockingStore) Load(ctx context.Context, table string) (zbstream.StreamEntry, bool, error) {
+func (s *blockingStore) Load(ctx context.Context, table string) (writer.Entry, bool, error) {
 	if table == s.table {
 		close(s.entered)
 		<-s.release
 	}
-	return s.MemoryStreamStore.Load(ctx, table)
+	return s.MemoryStore.Load(ctx, table)
 }
 
 // TestWriterWaitsForSlot: with every slot held by a stream being opened,
@@ -216,7 +217,7 @@ func (s *blockingStore) Load(ctx context.Context, table string) (zbstream.Stream
 func TestWriterWaitsForSlot(t *testing.T) {
 	e := startAllTables(t)
 	st := &blockingStore{table: wTable(0), entered: make(chan struct{}), release: make(chan struct{})}
-	w := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 1, Store: st, Options: fast()})
+	w := newWriter(t, e.client, writer.Config{MaxOpenStreams: 1, Store: st, Options: fast()})
 	done := make(chan error, 1)
 	go func() {
 		_, err := w.IngestRecord(ctx(t), wTable(0), wRec(0, 0))
@@ -227,7 +228,7 @@ func TestWriterWaitsForSlot(t *testing.T) {
 	c, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	_, err := w.IngestRecord(c, wTable(1), wRec(1, 0))
-	var te *zbstream.TableError
+	var te *writer.TableError
 	if !errors.As(err, &te) || te.Table != wTable(1) || !errors.Is(err, cause) {
 		t.Fatalf("waiting for a slot: %v, want a *TableError naming %s wrapping the cause", err, wTable(1))
 	}
@@ -241,20 +242,20 @@ func TestWriterWaitsForSlot(t *testing.T) {
 	wantTables(t, e.ts, map[string][][]byte{wTable(0): {wRec(0, 0)}})
 }
 
-// failingStore is a StreamStore whose saves of a stream id fail while
+// failingStore is a writer.Store whose saves of a stream id fail while
 // fail is set.
 type failingStore struct {
-	zbstream.MemoryStreamStore
+	writer.MemoryStore
 	fail atomic.Bool
 }
 
 var errDiskFull = errors.New("disk full")
 
-func (s *failingStore) Save(ctx context.Context, table string, e zbstream.StreamEntry) error {
+func (s *failingStore) Save(ctx context.Context, table string, e writer.Entry) error {
 	if e.StreamID != "" && s.fail.Load() {
 		return errDiskFull
 	}
-	return s.MemoryStreamStore.Save(ctx, table, e)
+	return s.MemoryStore.Save(ctx, table, e)
 }
 
 // TestWriterStoreSaveFails: when the store cannot save a new stream's id,
@@ -265,10 +266,10 @@ func TestWriterStoreSaveFails(t *testing.T) {
 	e := startAllTables(t)
 	st := &failingStore{}
 	st.fail.Store(true)
-	w := newWriter(t, e.client, zbstream.WriterConfig{Store: st, Options: fast()})
+	w := newWriter(t, e.client, writer.Config{Store: st, Options: fast()})
 	table := wTable(0)
 	_, err := w.IngestRecord(ctx(t), table, wRec(0, 0))
-	var te *zbstream.TableError
+	var te *writer.TableError
 	if !errors.As(err, &te) || te.Table != table || !errors.Is(err, errDiskFull) {
 		t.Fatalf("ingest with a failing store: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // wTable is table i of the Writer tests.
@@ -26,11 +27,11 @@ func startAllTables(t *testing.T, opts ...servertest.Option) *env {
 
 // newWriter returns a Writer over c, closed when the test ends (before
 // the client), whatever the test did with it.
-func newWriter(t *testing.T, c *zbstream.Client, cfg zbstream.WriterConfig) *zbstream.Writer {
+func newWriter(t *testing.T, c *zbstream.Client, cfg writer.Config) *writer.Writer {
 	t.Helper()
-	w, err := zbstream.NewWriter(c, cfg)
+	w, err := writer.New(c, cfg)
 	if err != nil {
-		t.Fatalf("NewWriter: %v", err)
+		t.Fatalf("writer.New: %v", err)
 	}
 	t.Cleanup(func() { w.Close(context.Background()) })
 	return w

@@ -6,6 +6,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // TestWriterReopenFindsStreamMoved: a second writer (another process on
@@ -19,11 +20,11 @@ import (
 // holds, and the table goes on after it.
 func TestWriterReopenFindsStreamMoved(t *testing.T) {
 	e := startAllTables(t)
-	store := &zbstream.MemoryStreamStore{}
-	first := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 1, Store: store, Options: fast()})
+	store := &writer.MemoryStore{}
+	first := newWriter(t, e.client, writer.Config{MaxOpenStreams: 1, Store: store, Options: fast()})
 	x, y := wTable(0), wTable(1)
 	batch := func(i, k int) [][]byte { return [][]byte{wRec(i, 2*k), wRec(i, 2*k+1)} }
-	ingest := func(w *zbstream.Writer, table string, i, k int) {
+	ingest := func(w *writer.Writer, table string, i, k int) {
 		t.Helper()
 		off, err := w.IngestBatch(ctx(t), table, batch(i, k))
 		if err != nil || off != int64(k) {
@@ -35,7 +36,7 @@ func TestWriterReopenFindsStreamMoved(t *testing.T) {
 	}
 	ingest(first, y, 1, 0) // closes x's stream, everything durable
 
-	second := newWriter(t, newClient(t, e.ts, e.ts.Token), zbstream.WriterConfig{Store: store, Options: fast()})
+	second := newWriter(t, newClient(t, e.ts, e.ts.Token), writer.Config{Store: store, Options: fast()})
 	if wm, err := second.Watermark(ctx(t), x); err != nil || wm != 2 {
 		t.Fatalf("second writer: Watermark = %d, %v; want 2", wm, err)
 	}
@@ -48,7 +49,7 @@ func TestWriterReopenFindsStreamMoved(t *testing.T) {
 	// (say the second writer was a newer file): they must not go in.
 	off, err := first.IngestBatch(ctx(t), x, [][]byte{[]byte(`{"t":0,"stale":true}`)})
 	var pe *zbstream.ProtocolError
-	var te *zbstream.TableError
+	var te *writer.TableError
 	if !errors.As(err, &pe) || pe.Rule != core.WatermarkAboveAttempted || !errors.Is(err, zbstream.ErrStreamFailed) ||
 		!errors.As(err, &te) || te.Table != x {
 		t.Fatalf("reopen of a moved stream: IngestBatch = %d, %v; want a *TableError for %s wrapping ErrStreamFailed and a WatermarkAboveAttempted *ProtocolError", off, err, x)

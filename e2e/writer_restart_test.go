@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // Environment of the child process of TestWriterProcessRestart.
@@ -37,7 +38,7 @@ const (
 )
 
 // TestWriterProcessRestart: a child process writes many tables' sources
-// through a Writer with a FileStreamStore, with fewer open streams than
+// through a Writer with a FileStore, with fewer open streams than
 // tables, and is killed with SIGKILL at a random point (once it has made
 // progress of its own, with calls in flight), five times; each new child
 // opens the store, reads every table's watermark (resuming its stream by
@@ -131,11 +132,11 @@ func TestWriterProcessRestartChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	store, err := zbstream.OpenFileStreamStore(os.Getenv(envWriterStore))
+	store, err := writer.OpenFileStore(os.Getenv(envWriterStore))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := zbstream.NewWriter(client, zbstream.WriterConfig{MaxOpenStreams: 4, Store: store, Options: fast(),
+	w, err := writer.New(client, writer.Config{MaxOpenStreams: 4, Store: store, Options: fast(),
 		OnAck: func(table string, off int64) {
 			if off%10 == 9 {
 				fmt.Println("durable", table, off)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // TestWriterLRU: at the cap, the least recently used table's stream is
@@ -16,7 +17,7 @@ import (
 // on where they were.
 func TestWriterLRU(t *testing.T) {
 	e := startAllTables(t)
-	w := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 2, Options: fast()})
+	w := newWriter(t, e.client, writer.Config{MaxOpenStreams: 2, Options: fast()})
 	a, b, c := wTable(0), wTable(1), wTable(2)
 	write := func(table string, i, n int, wantOff int64) {
 		t.Helper()
@@ -57,7 +58,7 @@ func TestWriterConcurrent(t *testing.T) {
 	e := startAllTables(t)
 	var mu sync.Mutex
 	acks := map[string][]int64{}
-	w := newWriter(t, e.client, zbstream.WriterConfig{MaxOpenStreams: 3, Options: fast(),
+	w := newWriter(t, e.client, writer.Config{MaxOpenStreams: 3, Options: fast(),
 		OnAck: func(table string, off int64) {
 			mu.Lock()
 			acks[table] = append(acks[table], off)
@@ -141,16 +142,16 @@ func TestWriterConcurrent(t *testing.T) {
 func TestWriterBadInput(t *testing.T) {
 	e := startAllTables(t)
 	refused := errors.New("not routed here")
-	w := newWriter(t, e.client, zbstream.WriterConfig{Options: fast(zbstream.WithMaxCallBytes(64)),
-		Table: func(table string) (zbstream.TableConfig, error) {
+	w := newWriter(t, e.client, writer.Config{Options: fast(zbstream.WithMaxCallBytes(64)),
+		Table: func(table string) (writer.TableConfig, error) {
 			if table == "main.writer.refused" {
-				return zbstream.TableConfig{}, refused
+				return writer.TableConfig{}, refused
 			}
-			return zbstream.TableConfig{}, nil
+			return writer.TableConfig{}, nil
 		}})
 	wantTableErr := func(err error, table string, target error) {
 		t.Helper()
-		var te *zbstream.TableError
+		var te *writer.TableError
 		if !errors.As(err, &te) || te.Table != table {
 			t.Fatalf("error %v (%T) is not a *TableError naming %q", err, err, table)
 		}
@@ -196,10 +197,10 @@ func TestWriterBadInput(t *testing.T) {
 	}
 	wantTables(t, e.ts, map[string][][]byte{good: {rec(0, 0)}})
 
-	if _, err := zbstream.NewWriter(e.client, zbstream.WriterConfig{MaxOpenStreams: -1}); !errors.Is(err, zbstream.ErrInvalidConfig) {
+	if _, err := writer.New(e.client, writer.Config{MaxOpenStreams: -1}); !errors.Is(err, zbstream.ErrInvalidConfig) {
 		t.Fatalf("MaxOpenStreams -1: %v", err)
 	}
-	if _, err := zbstream.NewWriter(nil, zbstream.WriterConfig{}); !errors.Is(err, zbstream.ErrInvalidConfig) {
+	if _, err := writer.New(nil, writer.Config{}); !errors.Is(err, zbstream.ErrInvalidConfig) {
 		t.Fatalf("nil client: %v", err)
 	}
 }

@@ -9,17 +9,17 @@ import (
 	"github.com/zbstream/zbstream/fsm"
 )
 
-var update = flag.Bool("update", false, "rewrite the lifecycle diagram in README.md")
+var update = flag.Bool("update", false, "rewrite the lifecycle diagram in docs/architecture.md")
 
 const (
 	beginMarker = "<!-- BEGIN fsm diagram -->\n"
 	endMarker   = "<!-- END fsm diagram -->"
 )
 
-// TestREADMEDiagram keeps the README's lifecycle diagram equal to the one
+// TestLifecycleDiagram keeps docs/architecture.md's lifecycle diagram equal to the one
 // generated from the live machine.
-func TestREADMEDiagram(t *testing.T) {
-	const path = "../README.md"
+func TestLifecycleDiagram(t *testing.T) {
+	const path = "../docs/architecture.md"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestREADMEDiagram(t *testing.T) {
 	begin := strings.Index(readme, beginMarker)
 	end := strings.Index(readme, endMarker)
 	if begin < 0 || end < begin {
-		t.Fatalf("README.md lacks the %q ... %q markers", beginMarker, endMarker)
+		t.Fatalf("docs/architecture.md lacks the %q ... %q markers", beginMarker, endMarker)
 	}
 	want := "```mermaid\n" + fsm.Mermaid() + "```\n"
 	got := readme[begin+len(beginMarker) : end]
@@ -42,5 +42,5 @@ func TestREADMEDiagram(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("README.md lifecycle diagram is stale; run go test ./fsm -run TestREADMEDiagram -update\ngot:\n%s\nwant:\n%s", got, want)
+	t.Errorf("docs/architecture.md lifecycle diagram is stale; run go test ./fsm -run TestLifecycleDiagram -update\ngot:\n%s\nwant:\n%s", got, want)
 }

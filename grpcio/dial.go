@@ -16,11 +16,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/internal/version"
 )
-
-// Version is the version of zbstream, sent in the user agent and the
-// x-zerobus-sdk header.
-const Version = "0.1.0"
 
 // sdkName is the library's name in the user agent.
 const sdkName = "zbstream"
@@ -49,7 +46,7 @@ const (
 // zbstream/0.1.0". It is the value of the x-zerobus-sdk header and the
 // start of the user-agent header (gRPC appends its own "grpc-go/…").
 func UserAgent(appName string) string {
-	ua := sdkName + "/" + Version
+	ua := sdkName + "/" + version.Version
 	if appName = strings.TrimSpace(appName); appName != "" {
 		ua = appName + " " + ua
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/internal/version"
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
@@ -249,10 +250,10 @@ func TestDialBadOptions(t *testing.T) {
 
 func TestDialUserAgent(t *testing.T) {
 	clearProxyEnv(t)
-	if grpcio.UserAgent("") != "zbstream/"+grpcio.Version {
+	if grpcio.UserAgent("") != "zbstream/"+version.Version {
 		t.Errorf("UserAgent(\"\") = %q", grpcio.UserAgent(""))
 	}
-	if got, want := grpcio.UserAgent("myapp/2.1"), "myapp/2.1 zbstream/"+grpcio.Version; got != want {
+	if got, want := grpcio.UserAgent("myapp/2.1"), "myapp/2.1 zbstream/"+version.Version; got != want {
 		t.Errorf("UserAgent = %q, want %q", got, want)
 	}
 

@@ -23,6 +23,22 @@
 // the core decides that it breaks the protocol. Only bytes that are not a
 // message at all are an error here, a *DecodeError.
 //
+// # Where each part lives
+//
+//	transport.go  Transport and Config: the two stream RPCs, RetireStream
+//	conn.go       one call: its messages, what gRPC is handed
+//	encode.go     ingest calls encoded by hand, once; codec.go passes
+//	              them through gRPC's codec
+//	pool.go       where those buffers come from: gRPC's pool when
+//	              nothing but gRPC can see the message, else fresh heap
+//	decode.go     the server's messages decoded, never judged
+//	classify.go   gRPC errors to the core's codes, in one place
+//	dial.go       Dial: keepalive, user agent, message limits
+//	endpoint.go   endpoints; tls.go TLS and its mistakes; proxy.go proxies
+//	headers.go    HeadersProvider, static tokens
+//	oauth*.go     OAuth client credentials: config, request, cache,
+//	              errors, redaction
+//
 // # Memory handed to gRPC
 //
 // gRPC, its codecs, stats handlers, interceptors, binary log and tracing

@@ -8,6 +8,23 @@
 // module root; package memtransport is an in-memory transport with a small
 // server and injectable faults, for tests without a network.
 //
+// # Where each part lives
+//
+//	stream.go     Stream: Open, the one mutex around the core, accessors
+//	options.go    Options, Observer and their defaults
+//	ingest.go     IngestRecord and IngestBatch: the copy, backpressure
+//	arena.go      the off-heap blocks accepted records are copied into;
+//	slab.go       the slabs their bytes and batch headers come from
+//	process.go    the core's actions applied, the timer, logging
+//	conn.go       one connection's state, and acks held behind sends
+//	reader.go     its reader: the open, messages fed in order, its end
+//	sender.go     its sender: writes, send reports, the backlog bound
+//	wait.go       Wait and Flush; close.go Close
+//	callbacks.go  OnAck/OnFail on their own goroutine, a bounded queue
+//	observe*.go   events for an EventObserver, per-call latency
+//	stats.go      Stats; errors.go the driver's own errors
+//	transport.go  the Transport and Conn contract, who owns what
+//
 // # Using the driver
 //
 //	cfg := core.DefaultConfig(core.Persistent, core.RecordJSON)

@@ -10,7 +10,7 @@ import (
 const DefaultReceiveBudget = 256 << 20
 
 // budget is the server-wide bound on the bytes of requests being read or
-// queued (protocol.md §6.7, README "Memory"). A receiver takes the most
+// queued (protocol.md §6.7, docs/server.md, "Memory"). A receiver takes the most
 // one message can be (readHold) before it calls Recv, because gRPC lets a
 // whole message in as soon as it is asked to read one; once the message is
 // read it keeps what the decoded request weighs (record bytes plus their

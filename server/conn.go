@@ -131,7 +131,7 @@ func (s *Server) serveStream(kind StreamKind, w wire) error {
 	return capStatus(s.serveCall(kind, w))
 }
 
-// serveCall is serveStream before its status is bounded (echo.go).
+// serveCall is serveStream before its status is bounded (quote.go).
 func (s *Server) serveCall(kind StreamKind, w wire) error {
 	ctx := w.context()
 	p, err := s.opts.Auth.authenticate(ctx)

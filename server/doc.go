@@ -16,7 +16,7 @@
 //	budget.go    the server-wide receive budget, shared fairly, idle readers
 //	decode.go    stream requests decoded from their wire format, one copy
 //	bufpool.go   receive and encode buffers, reused (page faults cost)
-//	echo.go      what a client sent, quoted only in part
+//	quote.go     what a client sent, quoted only in part
 //	commit.go    the committer: appends, strict duplicates, idle rotation
 //	send.go      the sender: acks and close signals, never blocking commits
 //	limits.go    limits and their defaults, the per-principal cap

@@ -44,7 +44,7 @@ const (
 // by estimating the bandwidth-delay product, which let 200 calls hold
 // 3 GB of data the server had not asked for). streamWindow is what a call
 // can have in flight to the server while its receiver is not reading: part
-// of the per-call memory (README, "Memory"); 256 KiB keeps two batches of
+// of the per-call memory (docs/server.md, "Memory"); 256 KiB keeps two batches of
 // 100 KiB in flight per stream on loopback. connWindow only paces a
 // transport (gRPC grants it back as data arrives, read or not), so it is
 // larger, for the calls sharing one.

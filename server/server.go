@@ -107,7 +107,7 @@ type Options struct {
 	// the request weighs until it is committed. When it is spent,
 	// receivers stop reading and HTTP/2 flow control pushes back on the
 	// senders; a principal over its share waits while others wait (see
-	// the README, "Memory", for the whole bound). What gRPC buffers for a
+	// docs/server.md, "Memory", for the whole bound). What gRPC buffers for a
 	// call that is not reading (its fixed flow-control window, StreamWindow)
 	// is outside it, and counted per call.
 	ReceiveBudget int64

@@ -136,5 +136,5 @@
 // One fsync per group of concurrent calls, plus the copy of the records
 // into the log. With one goroutine making single-record calls, every call
 // waits for its own fsync; with many goroutines or batches the sync is
-// shared. See the package's benchmarks (BenchmarkSpool) and the README.
+// shared. See the package's benchmarks (BenchmarkSpool) and docs/benchmarks.md, "The spool".
 package spool

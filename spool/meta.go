@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
 const (
@@ -19,7 +21,7 @@ const (
 
 // meta is the spool's header: what the log belongs to. It is written
 // whole, to a temporary file that is synced and renamed over the old one,
-// then the directory is synced.
+// then the directory is synced (replaceFile).
 type meta struct {
 	Version    int    `json:"version"`
 	Table      string `json:"table"`
@@ -97,45 +99,27 @@ func writeMeta(dir string, m meta) error {
 	if err != nil {
 		return err
 	}
-	return replaceFile(dir, filepath.Join(dir, metaFile), append(b, '\n'))
+	return replaceFile(filepath.Join(dir, metaFile), append(b, '\n'))
 }
 
-// replaceFile replaces the file at path, in dir, by data atomically and
-// durably: written to a temporary file, synced, renamed over it, the
-// directory synced.
-func replaceFile(dir, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return &WriteError{Op: "create", File: tmp, Err: err}
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return &WriteError{Op: "write", File: tmp, Err: err}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return &WriteError{Op: "sync", File: tmp, Err: err}
-	}
-	if err := f.Close(); err != nil {
-		return &WriteError{Op: "write", File: tmp, Err: err}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return &WriteError{Op: "rename", File: tmp, Err: err}
-	}
-	return syncDir(dir)
+// replaceFile replaces the file at path by data atomically and durably
+// (see package atomicfile).
+func replaceFile(path string, data []byte) error {
+	return writeErr(atomicfile.WriteFile(path, data))
 }
 
 // syncDir makes the directory's entries (created, renamed, removed files)
 // durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return &WriteError{Op: "sync", File: dir, Err: err}
+	return writeErr(atomicfile.SyncDir(dir))
+}
+
+// writeErr makes an error of package atomicfile a *WriteError (nil stays
+// nil): its step and file, and its cause.
+func writeErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &WriteError{Op: pe.Op, File: pe.Path, Err: pe.Err}
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &WriteError{Op: "sync", File: dir, Err: err}
-	}
-	return nil
+	return err
 }

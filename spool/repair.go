@@ -124,7 +124,7 @@ func repair(dir string, m meta, sc *logScan) (*RepairReport, error) {
 		return nil, err
 	}
 	if cut {
-		if err := rewritePrefix(dir, seg.path, d.pos); err != nil {
+		if err := rewritePrefix(seg.path, d.pos); err != nil {
 			return nil, err
 		}
 	}
@@ -132,10 +132,10 @@ func repair(dir string, m meta, sc *logScan) (*RepairReport, error) {
 }
 
 // rewritePrefix replaces the segment at path by its first n bytes.
-func rewritePrefix(dir, path string, n int64) error {
+func rewritePrefix(path string, n int64) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("spool: %w", err)
 	}
-	return replaceFile(dir, path, data[:n])
+	return replaceFile(path, data[:n])
 }

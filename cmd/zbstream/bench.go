@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
 	"github.com/zbstream/zbstream/record"
@@ -72,24 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if os.Getenv(envBenchRole) == "rss" {
 		return benchRSSChild(ctx, stdout)
 	}
-	fs := newFlags("bench", benchSynopsis, stderr)
-	cfg := benchConfig{sizes: []int{20, 220, 750, 10 << 10}, volume: 4 << 30}
-	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (suffixes K, KiB, M, MiB: 1024-based)")
-	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
-	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
-	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
-	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
-	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
-	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
-	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
-	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
-	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
-	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
-	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
-	fs.Var(byteSizeFlag{&cfg.volume}, "volume", "`bytes` ingested by -rss (suffixes K, M, G, KiB, MiB, GiB: 1024-based)")
-	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
-	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
-	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", benchDefaultRounds, recoveryDefaultRounds))
+	fs, cfg := benchFlags(stderr)
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
@@ -103,11 +85,35 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Usage()
 		return err
 	}
-	err := benchMeasurements(ctx, cfg, stdout, stderr)
+	err := benchMeasurements(ctx, *cfg, stdout, stderr)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err() // interrupted: exit 130, whatever failed on the way
 	}
 	return err
+}
+
+// benchFlags defines the bench's flags on a new flag set; parsing it fills
+// the configuration (but for -rounds' default, which depends on -recovery).
+func benchFlags(stderr io.Writer) (*flag.FlagSet, *benchConfig) {
+	fs := newFlags("bench", benchSynopsis, stderr)
+	cfg := &benchConfig{sizes: []int{20, 220, 750, 10 << 10}}
+	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (e.g. 220,10KiB; "+cli.SizeUnits+")")
+	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
+	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
+	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
+	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
+	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
+	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
+	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
+	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
+	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
+	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
+	cli.ByteSizeVar(fs, &cfg.volume, "volume", 4<<30, "`bytes` ingested by -rss (e.g. 4GiB; "+cli.SizeUnits+")")
+	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
+	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
+	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", benchDefaultRounds, recoveryDefaultRounds))
+	return fs, cfg
 }
 
 func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
@@ -186,7 +192,8 @@ func flagWasSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// sizesFlag is a comma-separated list of byte sizes.
+// sizesFlag is a comma-separated list of byte sizes (cli.ParseByteSize),
+// each at most 1 GiB.
 type sizesFlag struct{ p *[]int }
 
 func (f sizesFlag) String() string {
@@ -195,7 +202,7 @@ func (f sizesFlag) String() string {
 	}
 	s := make([]string, len(*f.p))
 	for i, n := range *f.p {
-		s[i] = strconv.Itoa(n)
+		s[i] = cli.FormatByteSize(int64(n))
 	}
 	return strings.Join(s, ",")
 }
@@ -203,9 +210,9 @@ func (f sizesFlag) String() string {
 func (f sizesFlag) Set(v string) error {
 	var out []int
 	for part := range strings.SplitSeq(v, ",") {
-		n, err := parseByteSize(strings.TrimSpace(part))
+		n, err := cli.ParseByteSize(part)
 		if err != nil {
-			return err
+			return fmt.Errorf("%q: %w", part, err)
 		}
 		if n > 1<<30 {
 			return fmt.Errorf("%q is too large", part)
@@ -214,41 +221,6 @@ func (f sizesFlag) Set(v string) error {
 	}
 	*f.p = out
 	return nil
-}
-
-// byteSizeFlag is one byte size with an optional 1024-based suffix.
-type byteSizeFlag struct{ p *int64 }
-
-func (f byteSizeFlag) String() string {
-	if f.p == nil {
-		return ""
-	}
-	return formatBytes(*f.p)
-}
-
-func (f byteSizeFlag) Set(v string) error {
-	n, err := parseByteSize(v)
-	if err != nil {
-		return err
-	}
-	*f.p = n
-	return nil
-}
-
-var errByteSize = errors.New("want a number of bytes with an optional suffix (K, KiB, KB, M, MiB, MB, G, GiB, GB: 1024-based)")
-
-// parseByteSize parses "750", "10K", "10KiB", "4GiB", "1.5M": suffixes are
-// 1024-based, whatever their spelling.
-func parseByteSize(s string) (int64, error) {
-	num := strings.TrimRight(s, "KMGTiBkmgtb")
-	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(s[len(num):], "B"), "b"))
-	unit = strings.TrimSuffix(unit, "I")
-	mult := map[string]float64{"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[unit]
-	x, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if err != nil || mult == 0 || x <= 0 || x*mult > 1<<50 {
-		return 0, fmt.Errorf("%q: %w", s, errByteSize)
-	}
-	return int64(x * mult), nil
 }
 
 // formatBytes writes n with a 1024-based unit when it is a whole multiple.

@@ -47,7 +47,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1K", "-batch", "1", "-duration", "30ms", "-rounds", "2")
+	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1KiB", "-batch", "1", "-duration", "30ms", "-rounds", "2")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -246,7 +246,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"-sizes", "20,abc"},
 		{"-sizes", "4"},
 		{"-sizes", "-20"},
-		{"-sizes", "1M", "-batch", "100"},
+		{"-sizes", "1MiB", "-batch", "100"},
 		{"-engine", "bolt"},
 		{"-endpoint", "ftp://x"},
 		{"-token", "t"},
@@ -304,22 +304,6 @@ func TestBenchRSSChild(t *testing.T) {
 	t.Setenv(envBenchConfig, "{")
 	if code, _, errs := benchRun(t); code != exitFailure || !strings.Contains(errs, envBenchConfig) {
 		t.Errorf("a bad child config: exit %d, stderr %q", code, errs)
-	}
-}
-
-func TestParseByteSize(t *testing.T) {
-	for in, want := range map[string]int64{
-		"20": 20, "10K": 10240, "10KB": 10240, "10KiB": 10240, "10k": 10240, "4GiB": 4 << 30,
-		"1.5M": 3 << 19, "64MiB": 64 << 20, "750B": 750, "10 KiB": 10240,
-	} {
-		if got, err := parseByteSize(in); err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "K", "x", "0", "-1", "10X", "10Bi", "1e300"} {
-		if got, err := parseByteSize(in); err == nil {
-			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
-		}
 	}
 }
 

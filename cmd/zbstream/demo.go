@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // demoTable is the table the demo writes.
@@ -60,28 +62,15 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case "server", "client":
 		return demoChild(ctx, stdout)
 	}
-	fs := newFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
-		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
-		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
-	var cfg demoConfig
-	fs.IntVar(&cfg.Records, "records", 1_200_000, "source records to ingest (the default takes 10 to 30 s on 2 cores)")
-	fs.IntVar(&cfg.RecordSize, "record-size", 200, "bytes per record (JSON)")
-	fs.IntVar(&cfg.Batch, "batch", 20, "records per ingest call")
-	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault schedule")
-	fs.IntVar(&cfg.FaultEvery, "fault-every", 150, "about this many calls between server faults (drop, commit-then-drop, close signal); 0: none")
-	fs.IntVar(&cfg.KillServer, "kill-server", 1, "times the server process is killed with SIGKILL and restarted")
-	fs.IntVar(&cfg.KillClient, "kill-client", 1, "times the client process is killed with SIGKILL and a new one resumes")
-	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "use ephemeral streams (at-least-once): duplicates are counted, none lost")
-	fs.BoolVar(&cfg.Spool, "spool", false, "ingest through a client-side spool (package spool): a killed client is not replayed from the source; verified over the calls that returned")
-	fs.IntVar(&cfg.Goroutines, "goroutines", 4, "with -spool: goroutines ingesting concurrently (they share the spool's fsyncs)")
-	keep := fs.Bool("keep", false, "keep the server's data directory and print where it is")
+	fs, a := demoFlags(stderr)
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
+	cfg := a.cfg
 	switch {
 	case cfg.Records <= 0:
 		return usageErr("-records must be positive")
-	case cfg.RecordSize < 32 || cfg.RecordSize > 1<<20:
+	case a.recordSize < 32 || a.recordSize > 1<<20:
 		return usageErr("-record-size must be between 32 and 1048576")
 	case cfg.Batch <= 0 || cfg.Batch > 10_000:
 		return usageErr("-batch must be between 1 and 10000")
@@ -90,11 +79,12 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case cfg.Spool && (cfg.Ephemeral || cfg.Goroutines < 1 || cfg.Goroutines > 256):
 		return usageErr("-spool takes persistent streams and 1 to 256 -goroutines")
 	}
+	cfg.RecordSize = int(a.recordSize)
 	dir, err := os.MkdirTemp("", "zbstream-demo-")
 	if err != nil {
 		return err
 	}
-	if *keep {
+	if a.keep {
 		fmt.Fprintln(stdout, "data directory:", dir)
 	} else {
 		defer os.RemoveAll(dir)
@@ -106,6 +96,36 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	d := &demo{cfg: cfg, out: stdout, start: time.Now(), faults: map[string]int{}}
 	return d.run(ctx)
+}
+
+// demoArgs is what the demo's flags say: the configuration, but for
+// RecordSize, set from recordSize (-record-size) once it is checked; and
+// -keep.
+type demoArgs struct {
+	cfg        demoConfig
+	recordSize int64
+	keep       bool
+}
+
+// demoFlags defines the demo's flags on a new flag set that fills a.
+func demoFlags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
+	fs = newFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
+		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
+		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
+	a = new(demoArgs)
+	cfg := &a.cfg
+	fs.IntVar(&cfg.Records, "records", 1_200_000, "source records to ingest (the default takes 10 to 30 s on 2 cores)")
+	cli.ByteSizeVar(fs, &a.recordSize, "record-size", 200, "`bytes` per record (JSON; e.g. 1KiB; "+cli.SizeUnits+")")
+	fs.IntVar(&cfg.Batch, "batch", 20, "records per ingest call")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the fault schedule")
+	fs.IntVar(&cfg.FaultEvery, "fault-every", 150, "about this many calls between server faults (drop, commit-then-drop, close signal); 0: none")
+	fs.IntVar(&cfg.KillServer, "kill-server", 1, "times the server process is killed with SIGKILL and restarted")
+	fs.IntVar(&cfg.KillClient, "kill-client", 1, "times the client process is killed with SIGKILL and a new one resumes")
+	fs.BoolVar(&cfg.Ephemeral, "ephemeral", false, "use ephemeral streams (at-least-once): duplicates are counted, none lost")
+	fs.BoolVar(&cfg.Spool, "spool", false, "ingest through a client-side spool (package spool): a killed client is not replayed from the source; verified over the calls that returned")
+	fs.IntVar(&cfg.Goroutines, "goroutines", 4, "with -spool: goroutines ingesting concurrently (they share the spool's fsyncs)")
+	fs.BoolVar(&a.keep, "keep", false, "keep the server's data directory and print where it is")
+	return fs, a
 }
 
 // demoChild runs one of the demo's child processes.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
 // ingestDeadLetter is one line of a dead-letter file (-skip-invalid): a
@@ -30,8 +32,8 @@ type ingestDeadLetter struct {
 // cannot duplicate a line.
 type ingestSetAside struct {
 	format string
-	path   string            // the dead-letter file, "" for none
-	file   *ingestAtomicFile // nil: no dead-letter file
+	path   string           // the dead-letter file, "" for none
+	file   *atomicfile.File // nil: no dead-letter file
 	w      *bufio.Writer
 	enc    *json.Encoder
 	bad    []*ingestInvalidRecord // without their bytes
@@ -43,9 +45,9 @@ func newIngestSetAside(format, path string) (*ingestSetAside, error) {
 	if path == "" {
 		return a, nil
 	}
-	f, err := ingestCreateAtomic(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("dead-letter file %w", err))
+		return nil, withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", path, err))
 	}
 	a.file, a.w = f, bufio.NewWriter(f)
 	a.enc = json.NewEncoder(a.w)
@@ -65,7 +67,7 @@ func (a *ingestSetAside) add(bad *ingestInvalidRecord) error {
 			dl.RecordBase64 = bad.record
 		}
 		if err := a.enc.Encode(dl); err != nil {
-			return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.file.path, err))
+			return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 		}
 	}
 	bad.record = nil // only the dead-letter file keeps it
@@ -91,11 +93,11 @@ func (a *ingestSetAside) commit() error {
 	f := a.file
 	a.file = nil
 	if err := a.w.Flush(); err != nil {
-		f.abort()
-		return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", f.path, err))
+		f.Abort()
+		return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 	}
-	if err := f.commit(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("dead-letter file %w", err))
+	if err := f.Commit(); err != nil {
+		return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 	}
 	return nil
 }
@@ -103,7 +105,7 @@ func (a *ingestSetAside) commit() error {
 // abort drops the dead-letter file being written; an earlier one stays.
 func (a *ingestSetAside) abort() {
 	if a.file != nil {
-		a.file.abort()
+		a.file.Abort()
 		a.file = nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/record"
 )
@@ -84,8 +85,10 @@ type ingestFlags struct {
 	batchSet                                bool // -batch-size or -batch-bytes given
 }
 
-func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
-	var f ingestFlags
+// ingestFlagSet defines the ingest flags on a new flag set; parsing it
+// fills the flags returned (parseIngestFlags then checks them).
+func ingestFlagSet(stderr io.Writer) (*flag.FlagSet, *ingestFlags) {
+	f := new(ingestFlags)
 	fs := newFlags("ingest", ingestSynopsis, stderr)
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
@@ -99,10 +102,15 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
 	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
 	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
-	fs.Int64Var(&f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (fixed in the state file when the ingestion starts)")
+	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
 	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
+	return fs, f
+}
+
+func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
+	fs, f := ingestFlagSet(stderr)
 	pos, err := parseFlagsAnywhere(fs, args)
 	if err != nil {
 		return nil, err
@@ -165,7 +173,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 			}
 		}
 	}
-	return &f, nil
+	return f, nil
 }
 
 // ingestSamePath reports whether a and b name the same file: the same

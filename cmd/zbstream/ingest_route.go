@@ -12,10 +12,11 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // runIngestRouted is the ingest command with -table-field: every record
-// goes to the table its field names, through a zbstream.Writer with at
+// goes to the table its field names, through a writer.Writer with at
 // most -max-open-streams streams open, one persistent stream per table.
 // st is the state file loaded, or nil.
 func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Client, src ingestSource, st *ingestState, start time.Time, stdout, stderr io.Writer) error {
@@ -87,7 +88,7 @@ type ingestRoutedRun struct {
 	st             *ingestState
 	src            ingestSource
 	store          *ingestStateStore
-	w              *zbstream.Writer
+	w              *writer.Writer
 	stdout, stderr io.Writer
 	start          time.Time
 	scanned        time.Duration
@@ -100,7 +101,7 @@ type ingestRoutedRun struct {
 
 func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) error {
 	f := r.f
-	w, err := zbstream.NewWriter(client, zbstream.WriterConfig{
+	w, err := writer.New(client, writer.Config{
 		MaxOpenStreams: f.maxOpen, Store: r.store,
 		Options: []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)},
 		OnAck:   r.tr.acked,

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // ingestStateStore is the state file of a routed ingestion as the
-// Writer's StreamStore: every table's request id is in it before anything
+// Writer's Store: every table's request id is in it before anything
 // is sent (made with the state file, in one write), and a stream id is
 // saved in it, atomically and durably (ingestState.save), before the
 // Writer sends anything into the stream. So a rerun resumes every table's
@@ -24,19 +24,19 @@ type ingestStateStore struct {
 
 // Load returns table's ids; a table the state file does not know is an
 // error (the file's tables are all in it).
-func (s *ingestStateStore) Load(_ context.Context, table string) (zbstream.StreamEntry, bool, error) {
+func (s *ingestStateStore) Load(_ context.Context, table string) (writer.Entry, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.st.Tables[table]
 	if ts == nil {
-		return zbstream.StreamEntry{}, false, fmt.Errorf("table %s is not in state file %s", table, s.path)
+		return writer.Entry{}, false, fmt.Errorf("table %s is not in state file %s", table, s.path)
 	}
-	return zbstream.StreamEntry{RequestID: ts.ClientRequestID, StreamID: ts.StreamID}, true, nil
+	return writer.Entry{RequestID: ts.ClientRequestID, StreamID: ts.StreamID}, true, nil
 }
 
 // Save records table's ids and rewrites the state file; if that fails,
 // the state is left as it was.
-func (s *ingestStateStore) Save(_ context.Context, table string, e zbstream.StreamEntry) error {
+func (s *ingestStateStore) Save(_ context.Context, table string, e writer.Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.st.Tables[table]

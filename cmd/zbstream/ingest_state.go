@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
 // ingestStateVersion is the version of the state file's format.
@@ -25,7 +27,7 @@ const ingestStateVersion = 1
 // (the content by its size and SHA-256), so it never changes while records
 // flow; after a crash the server's watermark W alone says where to go on:
 // with call W+1. The file is written whole and atomically (a temporary
-// file, fsync, rename, fsync of the directory, see ingestAtomicFile)
+// file, fsync, rename, fsync of the directory, see package atomicfile)
 // three times in a run that meets no refusal:
 //
 //  1. before the stream is created, with the create's idempotency key
@@ -127,22 +129,17 @@ func loadIngestState(path string) (*ingestState, error) {
 	return &st, nil
 }
 
-// save writes the state file atomically (see ingestAtomicFile).
+// save writes the state file whole and atomically (see package
+// atomicfile): a crash leaves the old file or the new one, never a mix,
+// and once save returns the new one survives a power loss. Rewriting it
+// whole is what keeps a rerun from ever duplicating its content.
 func (st *ingestState) save(path string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := ingestCreateAtomic(path)
-	if err != nil {
-		return fmt.Errorf("state file %w", err)
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.abort()
+	if err := atomicfile.WriteFile(path, append(b, '\n')); err != nil {
 		return fmt.Errorf("state file %s: %w", path, err)
-	}
-	if err := f.commit(); err != nil {
-		return fmt.Errorf("state file %w", err)
 	}
 	return nil
 }

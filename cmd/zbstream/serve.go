@@ -13,13 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -63,6 +63,9 @@ a secret containing ':' needs the list, "*" for all) and the server accepts
 it for those tables only, for an hour. The admin API itself takes only
 -token tokens.`
 
+// serveMaxBytes bounds -receive-budget and -max-message-bytes.
+const serveMaxBytes int64 = 1 << 62
+
 // serveConfig is what the serve flags say.
 type serveConfig struct {
 	addr, admin      string
@@ -74,13 +77,13 @@ type serveConfig struct {
 	tlsCert, tlsKey  string
 	logLevel, logFmt string
 	opts             server.Options
-	receiveBudget    serveByteSize
-	maxMessage       serveByteSize
+	receiveBudget    int64
+	maxMessage       int64
 	maxConcurrent    uint
 }
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
-	c := &serveConfig{receiveBudget: server.DefaultReceiveBudget, maxMessage: server.DefaultMaxMessageBytes}
+	c := &serveConfig{}
 	fs := newFlags("serve", serveSynopsis, stderr)
 	fs.StringVar(&c.addr, "addr", defaultServeAddr, "`host:port` to serve gRPC on (port 0: any free port, printed)")
 	fs.StringVar(&c.admin, "admin", defaultAdminAddr, "`host:port` of the read-only admin HTTP endpoint, or \"off\"")
@@ -99,8 +102,8 @@ func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	fs.DurationVar(&c.opts.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "rotate an opened stream idle for this `duration`")
 	fs.UintVar(&c.maxConcurrent, "max-concurrent-streams", server.DefaultMaxConcurrentStreams, "`n` concurrent calls per HTTP/2 connection")
 	fs.IntVar(&c.opts.MaxConnectionsPerPrincipal, "max-connections-per-principal", server.DefaultMaxConnectionsPerPrincipal, "`n` concurrent stream calls per principal")
-	fs.Var(&c.receiveBudget, "receive-budget", "server-wide `bytes` of received requests queued before reading pauses (e.g. 256MiB)")
-	fs.Var(&c.maxMessage, "max-message-bytes", "largest request message accepted, in `bytes` (e.g. 10MiB)")
+	cli.ByteSizeVar(fs, &c.receiveBudget, "receive-budget", server.DefaultReceiveBudget, "server-wide `bytes` of received requests queued before reading pauses (e.g. 256MiB; "+cli.SizeUnits+")")
+	cli.ByteSizeVar(fs, &c.maxMessage, "max-message-bytes", server.DefaultMaxMessageBytes, "largest request message accepted, in `bytes` (e.g. 10MiB; "+cli.SizeUnits+")")
 	fs.DurationVar(&c.opts.KeepaliveMinTime, "keepalive-min-time", server.DefaultKeepaliveMinTime, "shortest `interval` between client pings tolerated")
 	fs.DurationVar(&c.opts.KeepaliveTime, "keepalive-time", server.DefaultKeepaliveTime, "ping a transport silent for this `duration`")
 	fs.DurationVar(&c.opts.KeepaliveTimeout, "keepalive-timeout", server.DefaultKeepaliveTimeout, "close a transport whose ping is not answered within this `duration`")
@@ -138,7 +141,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := c.opts
 	opts.Auth, opts.Logger = auth, log
 	opts.MaxMessageBytes = int(c.maxMessage)
-	opts.ReceiveBudget = int64(c.receiveBudget)
+	opts.ReceiveBudget = c.receiveBudget
 	memLimit := setServeMemoryLimit(c.engine, opts.ReceiveBudget)
 	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
 	var tlsConf *tls.Config
@@ -345,6 +348,12 @@ func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 		return nil, nil, usageErr("durations must not be negative")
 	case c.opts.MaxConnectionsPerPrincipal < 0:
 		return nil, nil, usageErr("-max-connections-per-principal must not be negative")
+	// 0 would be the library's default; the bound leaves room for the
+	// memory limit's headroom and for 9/8 of a message.
+	case c.receiveBudget == 0 || c.receiveBudget > serveMaxBytes:
+		return nil, nil, usageErr("-receive-budget must be between 1 and %d bytes", serveMaxBytes)
+	case c.maxMessage == 0 || c.maxMessage > serveMaxBytes:
+		return nil, nil, usageErr("-max-message-bytes must be between 1 and %d bytes", serveMaxBytes)
 	case c.maxConcurrent > 1<<31-1:
 		return nil, nil, usageErr("-max-concurrent-streams %d is too large", c.maxConcurrent)
 	case c.opts.SessionAge > 0 && c.opts.CloseGrace >= c.opts.SessionAge:
@@ -469,54 +478,4 @@ func authLog(t tokenTable, clients []server.OAuthClient) string {
 		return fmt.Sprintf("%d token(s)", len(t))
 	}
 	return fmt.Sprintf("%d token(s), %d OAuth client(s)", len(t), len(clients))
-}
-
-// serveByteSize is a flag of bytes with an optional unit: 1024, 64KiB, 10MiB,
-// 1GB.
-type serveByteSize int64
-
-func (b *serveByteSize) String() string { return formatServeBytes(int64(*b)) }
-
-func (b *serveByteSize) Set(s string) error {
-	v, err := parseServeBytes(s)
-	if err != nil {
-		return err
-	}
-	*b = serveByteSize(v)
-	return nil
-}
-
-var serveByteUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
-}
-
-func parseServeBytes(s string) (int64, error) {
-	num, mult := strings.TrimSpace(s), int64(1)
-	for _, u := range serveByteUnits {
-		if strings.HasSuffix(strings.ToUpper(num), strings.ToUpper(u.suffix)) {
-			num, mult = strings.TrimSpace(num[:len(num)-len(u.suffix)]), u.mult
-			break
-		}
-	}
-	var n int64
-	if _, err := fmt.Sscan(num, &n); err != nil || fmt.Sprint(n) != num || n <= 0 {
-		return 0, fmt.Errorf("%q: want a positive number of bytes, e.g. 1048576 or 10MiB", s)
-	}
-	if n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return n * mult, nil
-}
-
-func formatServeBytes(n int64) string {
-	for _, u := range serveByteUnits[:3] {
-		if n >= u.mult && n%u.mult == 0 && n/u.mult < 1024 {
-			return fmt.Sprintf("%d%s", n/u.mult, u.suffix)
-		}
-	}
-	return fmt.Sprint(n)
 }

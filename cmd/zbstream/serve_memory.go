@@ -8,7 +8,7 @@ import (
 // serveMemoryHeadroom is what the server may use beyond its receive
 // budget: the store's group commit (bbolt holds up to 16 MiB of records
 // and their dirty pages), gRPC's fixed per-call windows and buffers, the
-// admin endpoint's pages, goroutines. See the README, "Memory".
+// admin endpoint's pages, goroutines. See docs/server.md, "Memory".
 const serveMemoryHeadroom = 128 << 20
 
 // setServeMemoryLimit sets the Go runtime's soft memory limit to the

@@ -1,12 +1,17 @@
-package zbstream
+package writer
 
-import "github.com/zbstream/zbstream/core"
+import (
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/core"
+)
 
 // TableError is an error of one table of a Writer: it names the table and
-// wraps the cause, so errors.Is and errors.As see through it (ErrClosed,
-// ErrStreamFailed, *ConnectionError, *LimitError, ...). Flush and Close
-// return one per table that failed, joined (errors.Join); errors.As finds
-// the first, and Writer.Failed lists them all.
+// wraps the cause, so errors.Is and errors.As see through it
+// ([zbstream.ErrClosed], [zbstream.ErrStreamFailed],
+// *[zbstream.ConnectionError], *[zbstream.LimitError], ...). Flush and
+// Close return one per table that failed, joined (errors.Join);
+// errors.As finds the first, and Writer.Failed lists them all. Its
+// message starts with "zbstream: table " and the table's name.
 type TableError struct {
 	// Table is the table, catalog.schema.table.
 	Table string
@@ -14,6 +19,8 @@ type TableError struct {
 	Err error
 }
 
+// Error returns "zbstream: table <table>: " and the cause's message
+// without its own "zbstream: " prefix.
 func (e *TableError) Error() string {
 	name := e.Table
 	if name == "" {
@@ -36,3 +43,6 @@ func tableErr(table string, err error) error {
 	}
 	return &TableError{Table: table, Err: err}
 }
+
+// errWriterClosed is what calls made after Close return.
+var errWriterClosed = core.Errorf("%w: the writer is closed", zbstream.ErrClosed)

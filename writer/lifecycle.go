@@ -1,4 +1,4 @@
-package zbstream
+package writer
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/zbstream/zbstream"
 )
 
 // The Writer's flush, close, failure and inspection calls.
@@ -13,17 +15,18 @@ import (
 // Flush blocks until every call accepted by the Writer before Flush was
 // called is durable, in every table (the flush before a source position
 // is committed), and returns nil. Tables are flushed concurrently, each
-// bounded by ctx and by its flush timeout (WithFlushTimeout). Otherwise it
-// returns one *TableError per table that is not durable, joined: tables
-// failed before or during the flush (wrapping ErrStreamFailed and the
-// cause), flushes that timed out (ErrFlushTimeout), or ctx's cause. A
-// failed table fails every Flush until Reset, so that a source position
-// is never committed past records that did not land.
+// bounded by ctx and by its flush timeout ([zbstream.WithFlushTimeout]).
+// Otherwise it returns one *TableError per table that is not durable,
+// joined: tables failed before or during the flush (wrapping
+// [zbstream.ErrStreamFailed] and the cause), flushes that timed out
+// ([zbstream.ErrFlushTimeout]), or ctx's cause. A failed table fails
+// every Flush until Reset, so that a source position is never committed
+// past records that did not land.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	var (
 		ts   []*wtable
-		ss   []*Stream
+		ss   []*zbstream.Stream
 		errs []error
 	)
 	for _, t := range w.sorted() {
@@ -54,12 +57,13 @@ func (w *Writer) Flush(ctx context.Context) error {
 }
 
 // Close flushes and closes every open stream (concurrently, each as
-// Stream.Close does, bounded by ctx) and stops the Writer: later calls
-// return ErrClosed. It waits, honouring ctx, for streams being opened or
-// closed by other calls. It returns nil when every table's records are
-// durable, and otherwise one *TableError per table that failed, before or
-// during Close, joined. Close never retires a stream, and does not close
-// the Client. It is idempotent: every call returns the first one's result.
+// [zbstream.Stream.Close] does, bounded by ctx) and stops the Writer:
+// later calls return [zbstream.ErrClosed]. It waits, honouring ctx, for
+// streams being opened or closed by other calls. It returns nil when
+// every table's records are durable, and otherwise one *TableError per
+// table that failed, before or during Close, joined. Close never retires
+// a stream, and does not close the Client. It is idempotent: every call
+// returns the first one's result.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closing {
@@ -114,15 +118,15 @@ func (w *Writer) Close(ctx context.Context) error {
 }
 
 // Reset clears table's failure (see Writer) and returns the calls that
-// did not land, as Stream.Unacked returns them, each with its offset in
-// the table; the table's next call opens its stream again (a persistent
-// table resumes its stream by id, and Watermark then says what the server
-// holds, as after a restart: Reset also forgets what the table's earlier
-// streams knew, see Writer). A table that has not failed is left as it
-// is: (nil, nil). An invalid table name is a *TableError wrapping a
-// *ConfigError.
-func (w *Writer) Reset(table string) ([]Batch, error) {
-	if err := checkTable(table); err != nil {
+// did not land, as [zbstream.Stream.Unacked] returns them, each with its
+// offset in the table; the table's next call opens its stream again (a
+// persistent table resumes its stream by id, and Watermark then says what
+// the server holds, as after a restart: Reset also forgets what the
+// table's earlier streams knew, see Writer). A table that has not failed
+// is left as it is: (nil, nil). An invalid table name is a *TableError
+// wrapping a *[zbstream.ConfigError].
+func (w *Writer) Reset(table string) ([]zbstream.Batch, error) {
+	if err := zbstream.CheckTable(table); err != nil {
 		return nil, tableErr(table, err)
 	}
 	w.mu.Lock()
@@ -179,7 +183,7 @@ func (w *Writer) OpenTables() []string {
 }
 
 // Stats returns a snapshot of the Writer's counters. It does not block.
-func (w *Writer) Stats() WriterStats {
+func (w *Writer) Stats() Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.stats

@@ -1,4 +1,4 @@
-package zbstream_test
+package writer_test
 
 import (
 	"context"
@@ -9,16 +9,16 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/writer"
 )
 
-// TestFileStreamStore: entries survive a reopen; a missing file is an
+// TestFileStore: entries survive a reopen; a missing file is an
 // empty store; concurrent saves all land; no temporary file is left.
-func TestFileStreamStore(t *testing.T) {
+func TestFileStore(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "streams.json")
-	s, err := zbstream.OpenFileStreamStore(path)
+	s, err := writer.OpenFileStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,23 +28,23 @@ func TestFileStreamStore(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			e := zbstream.StreamEntry{RequestID: fmt.Sprint("req", i), StreamID: fmt.Sprint("id", i)}
+			e := writer.Entry{RequestID: fmt.Sprint("req", i), StreamID: fmt.Sprint("id", i)}
 			if err := s.Save(ctx, fmt.Sprintf("main.s.t%d", i), e); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if err := s.Save(ctx, "main.s.t0", zbstream.StreamEntry{RequestID: "req0"}); err != nil {
+	if err := s.Save(ctx, "main.s.t0", writer.Entry{RequestID: "req0"}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := zbstream.OpenFileStreamStore(path)
+	again, err := writer.OpenFileStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
 		e, ok, err := again.Load(ctx, fmt.Sprintf("main.s.t%d", i))
-		want := zbstream.StreamEntry{RequestID: fmt.Sprint("req", i), StreamID: fmt.Sprint("id", i)}
+		want := writer.Entry{RequestID: fmt.Sprint("req", i), StreamID: fmt.Sprint("id", i)}
 		if i == 0 {
 			want.StreamID = ""
 		}
@@ -58,12 +58,12 @@ func TestFileStreamStore(t *testing.T) {
 	}
 }
 
-// TestFileStreamStoreRefuses: a damaged file, another version or an empty
+// TestFileStoreRefuses: a damaged file, another version or an empty
 // entry is an error naming the file, never an empty store (which would
 // make second streams); a save that cannot be written is an error and
 // leaves the store as it was, on disk and in memory; a cancelled context
 // saves nothing.
-func TestFileStreamStoreRefuses(t *testing.T) {
+func TestFileStoreRefuses(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
@@ -76,11 +76,11 @@ func TestFileStreamStoreRefuses(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := zbstream.OpenFileStreamStore(path); err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: OpenFileStreamStore = %v, want an error naming %s", name, err, path)
+		if _, err := writer.OpenFileStore(path); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: OpenFileStore = %v, want an error naming %s", name, err, path)
 		}
 	}
-	if _, err := zbstream.OpenFileStreamStore(dir); err == nil {
+	if _, err := writer.OpenFileStore(dir); err == nil {
 		t.Error("a directory opened as a store")
 	}
 
@@ -89,18 +89,18 @@ func TestFileStreamStoreRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(sub, "streams.json")
-	s, err := zbstream.OpenFileStreamStore(path)
+	s, err := writer.OpenFileStore(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, "a.b.c", zbstream.StreamEntry{RequestID: "r", StreamID: "s"}); err != nil {
+	if err := s.Save(ctx, "a.b.c", writer.Entry{RequestID: "r", StreamID: "s"}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(path)
 	if err := os.RemoveAll(sub); err != nil { // the directory disappears under the store
 		t.Fatal(err)
 	}
-	err = s.Save(ctx, "a.b.d", zbstream.StreamEntry{RequestID: "r2"})
+	err = s.Save(ctx, "a.b.d", writer.Entry{RequestID: "r2"})
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("save into a missing directory: %v, want an error naming %s", err, path)
 	}
@@ -112,7 +112,7 @@ func TestFileStreamStoreRefuses(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.Save(cctx, "a.b.e", zbstream.StreamEntry{RequestID: "r3"}); err == nil {
+	if err := s.Save(cctx, "a.b.e", writer.Entry{RequestID: "r3"}); err == nil {
 		t.Fatal("a save with a cancelled context succeeded")
 	}
 }

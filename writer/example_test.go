@@ -1,4 +1,4 @@
-package zbstream_test
+package writer_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/server"
+	"github.com/zbstream/zbstream/writer"
 )
 
 // ExampleWriter routes records to three tables through at most two open
@@ -34,12 +35,12 @@ func ExampleWriter() {
 		return
 	}
 	defer client.Close()
-	store, err := zbstream.OpenFileStreamStore(filepath.Join(dir, "streams.json"))
+	store, err := writer.OpenFileStore(filepath.Join(dir, "streams.json"))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	w, err := zbstream.NewWriter(client, zbstream.WriterConfig{MaxOpenStreams: 2, Store: store})
+	w, err := writer.New(client, writer.Config{MaxOpenStreams: 2, Store: store})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,14 +65,14 @@ func ExampleWriter() {
 			}
 			off, err := w.IngestJSON(ctx, table, map[string]int{"seq": round})
 			if err != nil {
-				fmt.Println(err) // a *zbstream.TableError naming the table
+				fmt.Println(err) // a *writer.TableError naming the table
 				return
 			}
 			fmt.Println(table, "offset", off)
 		}
 	}
 	if err := w.Flush(ctx); err != nil {
-		fmt.Println(err) // one *zbstream.TableError per table not durable
+		fmt.Println(err) // one *writer.TableError per table not durable
 		return
 	}
 	// Here the source position would be committed.

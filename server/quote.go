@@ -11,7 +11,7 @@ import (
 // name, a header, a stream id) so that the client can see what was wrong
 // with it, but never whole: a client could send megabytes (a 2 MiB header
 // once made an 8 MiB status message and a 10 MiB log line). These bounds
-// are documented in the README's reference-server section.
+// are documented in docs/server.md.
 const (
 	// maxEcho is the most of one client-supplied string repeated.
 	maxEcho = 128

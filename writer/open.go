@@ -1,8 +1,10 @@
-package zbstream
+package writer
 
 import (
 	"context"
 	"slices"
+
+	"github.com/zbstream/zbstream"
 )
 
 // openStream opens t's stream (t is tableOpening, and the caller alone
@@ -12,7 +14,7 @@ import (
 // anything is sent into it. So a persistent table has one stream for
 // life, whenever a process dies: at worst the next process creates again
 // with the saved request id and gets the same stream back, still empty.
-func (w *Writer) openStream(ctx context.Context, t *wtable) (*Stream, error) {
+func (w *Writer) openStream(ctx context.Context, t *wtable) (*zbstream.Stream, error) {
 	opts := w.streamOptions(t)
 	if t.cfg.Ephemeral {
 		s, err := w.c.CreateStream(ctx, t.name, opts...)
@@ -28,7 +30,7 @@ func (w *Writer) openStream(ctx context.Context, t *wtable) (*Stream, error) {
 	if e.StreamID != "" {
 		w.mu.Lock()
 		if h := t.history; h != nil && t.historyID == e.StreamID {
-			opts = append(opts, WithHistory(*h))
+			opts = append(opts, zbstream.WithHistory(*h))
 		}
 		w.mu.Unlock()
 		s, err := w.c.ResumeStream(ctx, t.name, e.StreamID, opts...)
@@ -38,12 +40,12 @@ func (w *Writer) openStream(ctx context.Context, t *wtable) (*Stream, error) {
 		return s, err
 	}
 	if e.RequestID == "" {
-		e.RequestID = newRequestID()
+		e.RequestID = zbstream.NewClientRequestID()
 		if err := w.store.Save(ctx, t.name, e); err != nil {
 			return nil, err
 		}
 	}
-	s, err := w.c.CreatePersistentStream(ctx, t.name, append(opts, WithClientRequestID(e.RequestID))...)
+	s, err := w.c.CreatePersistentStream(ctx, t.name, append(opts, zbstream.WithClientRequestID(e.RequestID))...)
 	if err != nil {
 		return nil, err
 	}
@@ -60,17 +62,17 @@ func (w *Writer) openStream(ctx context.Context, t *wtable) (*Stream, error) {
 
 // streamOptions are t's stream options: the Writer's, the table's, and
 // the callbacks that name the table.
-func (w *Writer) streamOptions(t *wtable) []StreamOption {
+func (w *Writer) streamOptions(t *wtable) []zbstream.StreamOption {
 	opts := slices.Concat(w.cfg.Options, t.cfg.Options)
 	if !w.withAcks {
 		return opts
 	}
 	name, base := t.name, t.base // base: fixed while this stream lives
 	if f := w.cfg.OnAck; f != nil {
-		opts = append(opts, WithOnAck(func(o int64) { f(name, base+o) }))
+		opts = append(opts, zbstream.WithOnAck(func(o int64) { f(name, base+o) }))
 	}
 	if f := w.cfg.OnFail; f != nil {
-		opts = append(opts, WithOnFail(func(o int64, err error) { f(name, base+o, tableErr(name, err)) }))
+		opts = append(opts, zbstream.WithOnFail(func(o int64, err error) { f(name, base+o, tableErr(name, err)) }))
 	}
 	return opts
 }

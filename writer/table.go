@@ -1,9 +1,10 @@
-package zbstream
+package writer
 
 import (
 	"context"
 	"errors"
 
+	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -31,13 +32,13 @@ type wtable struct {
 	name    string
 	cfg     TableConfig
 	state   tableState
-	s       *Stream // open or closing: its stream
-	users   int     // calls using s now: an open table in use is not evicted
-	lastUse uint64  // the Writer's tick at its last use
-	base    int64   // ephemeral: calls numbered in its earlier streams
+	s       *zbstream.Stream // open or closing: its stream
+	users   int              // calls using s now: an open table in use is not evicted
+	lastUse uint64           // the Writer's tick at its last use
+	base    int64            // ephemeral: calls numbered in its earlier streams
 
-	err          *TableError // failed: why
-	failedStream *Stream     // failed: the stream, for Unacked
+	err          *TableError      // failed: why
+	failedStream *zbstream.Stream // failed: the stream, for Unacked
 
 	// history is what the table's last persistent stream in this Writer
 	// knew (ack floor, highest offset sent), and historyID that stream's
@@ -45,14 +46,14 @@ type wtable struct {
 	// writer meanwhile fails its open instead of numbering the table's
 	// next call after records this Writer never sent (protocol.md §5.3).
 	// nil until a stream was open; Reset clears it (as after a restart).
-	history   *core.History
+	history   *zbstream.History
 	historyID string
 }
 
 // acquire returns table's open stream, opening it first if needed, and
 // counts the caller as its user until release; base is what the stream's
 // offsets add to be the table's.
-func (w *Writer) acquire(ctx context.Context, table string) (*wtable, *Stream, int64, error) {
+func (w *Writer) acquire(ctx context.Context, table string) (*wtable, *zbstream.Stream, int64, error) {
 	w.mu.Lock()
 	t := w.tables[table]
 	if t == nil {
@@ -159,7 +160,7 @@ func (w *Writer) knownConfig(table string) (TableConfig, error) {
 // calls of a table may both ask; the first to register the table keeps
 // its answer.
 func (w *Writer) tableConfig(table string) (TableConfig, error) {
-	if err := checkTable(table); err != nil {
+	if err := zbstream.CheckTable(table); err != nil {
 		return TableConfig{}, tableErr(table, err)
 	}
 	if w.cfg.Table == nil {
@@ -177,11 +178,11 @@ func (w *Writer) tableConfig(table string) (TableConfig, error) {
 // unless its resume broke the bounds the table's history sets (another
 // writer moved the stream, or the server lost what it acknowledged): that
 // sticks, as the same violation on a reconnect does, until Reset.
-func (w *Writer) opened(t *wtable, s *Stream, err error) {
+func (w *Writer) opened(t *wtable, s *zbstream.Stream, err error) {
 	switch {
 	case err == nil:
 		t.s, t.state = s, tableOpen
-	case t.history != nil && errors.As(err, new(*ProtocolError)):
+	case t.history != nil && errors.As(err, new(*zbstream.ProtocolError)):
 		w.open--
 		w.failLocked(t, nil, err)
 	default:
@@ -247,7 +248,7 @@ func (w *Writer) closedLocked(t *wtable, err error) {
 
 // streamFailed fails t if s is still its stream, and closes s so that its
 // goroutines end; it returns the error to give the caller.
-func (w *Writer) streamFailed(t *wtable, s *Stream, err error) error {
+func (w *Writer) streamFailed(t *wtable, s *zbstream.Stream, err error) error {
 	w.mu.Lock()
 	mine := t.s == s && t.state == tableOpen
 	if mine {
@@ -266,18 +267,18 @@ func (w *Writer) streamFailed(t *wtable, s *Stream, err error) error {
 
 // rememberLocked keeps what t's persistent stream s knew, for the next
 // open of the table (see wtable.history).
-func (w *Writer) rememberLocked(t *wtable, s *Stream) {
+func (w *Writer) rememberLocked(t *wtable, s *zbstream.Stream) {
 	if t.cfg.Ephemeral {
 		return
 	}
-	h := s.drv.History()
+	h := s.History()
 	t.history, t.historyID = &h, s.StreamID()
 }
 
 // failLocked moves t to tableFailed with err.
-func (w *Writer) failLocked(t *wtable, s *Stream, err error) {
+func (w *Writer) failLocked(t *wtable, s *zbstream.Stream, err error) {
 	t.state, t.failedStream = tableFailed, s
-	t.err = &TableError{Table: t.name, Err: core.Errorf("%w: %w (Writer.Reset clears it)", ErrStreamFailed, err)}
+	t.err = &TableError{Table: t.name, Err: core.Errorf("%w: %w (Writer.Reset clears it)", zbstream.ErrStreamFailed, err)}
 	w.stats.Failed++
 }
 

@@ -1,0 +1,180 @@
+package io
+
+// The writing side of a connection: the sender goroutine, the report of
+// each send to the machine, and the bound on how far it may fall behind.
+
+// SendBacklog bounds the bytes a connection's sender may be behind: handed
+// to it and not yet written. Ingest waits while a live connection is further
+// behind than that, until its sender has caught up to SendBacklogLow (7/8 of
+// it, so that waiting callers are woken once per 8 MiB written, not once per
+// call).
+//
+// Why: a producer faster than the network would otherwise fill the whole
+// in-flight window (256 MiB by default) with calls that wait their turn to
+// be written. Queueing them adds nothing to throughput, since the sender is
+// the bottleneck, only latency and memory, and the stream's copies of them
+// would cycle through memory the size of the window. The bound is large
+// enough to keep the sender supplied through a producer's pauses: on
+// loopback, 4 and 16 MiB cost 5-10% of throughput in batches of 100 KiB.
+// Without a live connection (reconnecting, backing off) the window alone
+// bounds ingest, as the protocol's max-inflight limits say.
+const (
+	SendBacklog    = 64 << 20
+	SendBacklogLow = SendBacklog - SendBacklog/8
+)
+
+// backlogged reports whether the live connection's sender is more than
+// SendBacklog bytes behind, and if so marks the connection so that its
+// sender wakes the waiting callers once it has caught up. The caller holds
+// s.mu.
+func (s *Stream) backlogged() bool {
+	c := s.live
+	if c == nil || s.closing || c.backlog.Load() <= SendBacklog {
+		return false // (after Close, the machine refuses the call at once)
+	}
+	// Mark, then look again: a sender that drained the backlog before the
+	// mark was set did not wake anybody, and this caller must not wait for
+	// it. One that drains it after sees the mark (wrote).
+	c.throttled.Store(true)
+	return c.backlog.Load() > SendBacklog
+}
+
+// wrote takes a written call's bytes off c's backlog and wakes the callers
+// waiting for it once the backlog has drained to SendBacklogLow. It is
+// called by the sender, without s.mu.
+func (s *Stream) wrote(c *conn, size int64) {
+	if c.backlog.Add(-size) <= SendBacklogLow && c.throttled.Load() {
+		s.mu.Lock()
+		c.throttled.Store(false)
+		signal(&s.space)
+		s.mu.Unlock()
+	}
+}
+
+// sendLoop writes what the machine hands this connection, in order, and
+// reports each send, until the connection is aborted or half-closed.
+func (s *Stream) sendLoop(c *conn) {
+	defer s.wg.Done()
+	defer s.senderExited(c)
+	s.mu.Lock()
+	for {
+		// Held here: the lock taken to report the last batch also takes
+		// the next one, one acquisition per batch.
+		for len(c.queue) == 0 && !c.closeSend && !c.aborted {
+			c.idle = true
+			s.mu.Unlock()
+			<-c.wake
+			s.mu.Lock()
+		}
+		if c.aborted {
+			s.mu.Unlock()
+			return
+		}
+		batch := c.queue
+		c.queue = c.spare[:0]
+		c.spare = nil
+		c.sending = len(batch) > 0
+		s.mu.Unlock()
+
+		if len(batch) == 0 { // only the half-close is left
+			if err := c.h.CloseSend(); err != nil {
+				s.lock()
+				s.ended(c, err)
+				s.mu.Unlock()
+			}
+			return
+		}
+		for i := range batch {
+			if err := c.h.Send(batch[i]); err != nil {
+				// The connection has ended. Its end arrives through Recv
+				// too, after every message the server sent before it:
+				// the receiver reports it once those are delivered, so
+				// that no ack the server sent is lost (and its records
+				// sent again) because the sender saw the end first.
+				s.lock()
+				c.sending = false
+				s.endIfDue(c)
+				s.mu.Unlock()
+				return
+			}
+			c.sent.Store(batch[i].Wire)
+			s.wrote(c, batch[i].size)
+			if c.held.Load() {
+				s.lock()
+				s.reportSent(c)
+				s.process()
+				s.mu.Unlock()
+			}
+		}
+		s.lock()
+		c.sending = false
+		s.reportSent(c)
+		clear(batch)
+		c.spare = batch[:0]
+		s.process()
+	}
+}
+
+// reportSent reports every send that returned since the last report, one
+// at a time, and feeds each held message as soon as the sends it waits for
+// are reported. The caller holds s.mu.
+func (s *Stream) reportSent(c *conn) {
+	if c.aborted {
+		return
+	}
+	sent := c.sent.Load()
+	i := 0
+	for {
+		for ; i < len(c.deferred) && c.deferred[i].until <= c.reported; i++ {
+			s.receive(c, c.deferred[i].r)
+			if c.aborted {
+				return
+			}
+		}
+		if c.reported >= sent {
+			break
+		}
+		c.reported++
+		if err := s.m.Sent(s.at, c.id, c.base+c.reported); err != nil {
+			s.broken(err)
+			return
+		}
+	}
+	s.countSent(c, c.reported)
+	c.deferred = c.deferred[:copy(c.deferred, c.deferred[i:])]
+	c.held.Store(len(c.deferred) > 0)
+	s.endIfDue(c)
+}
+
+// countSent counts in Stats the calls written to c up to wire offset
+// upTo that are not counted yet: each is a resend if an offset that high
+// was written before (on this or an earlier connection). Counting writes,
+// not hand-overs, keeps Resent a part of Sent: calls handed to a
+// connection that died before writing them were not sent. The caller
+// holds s.mu.
+func (s *Stream) countSent(c *conn, upTo int64) {
+	for w := c.counted + 1; w <= upTo; w++ {
+		s.stats.Sent++
+		if off := c.base + w; off <= s.sentHigh {
+			s.stats.Resent++
+			s.observeResent(off)
+		} else {
+			s.sentHigh = off
+		}
+	}
+	c.counted = max(c.counted, upTo)
+}
+
+// senderExited records that c's sender has stopped: once no sender of a
+// connection the stream has left runs, arena memory held back for them is
+// given back.
+func (s *Stream) senderExited(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c.senderLive = false
+	if c.stray {
+		c.stray = false
+		s.strays--
+		s.giveBack()
+	}
+}
