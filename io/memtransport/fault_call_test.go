@@ -223,7 +223,7 @@ func TestFaultCloseSignalGraceEndsEarlyOnCloseSend(t *testing.T) {
 	})
 }
 
-func TestFaultAckAboveDistance(t *testing.T) {
+func TestFaultAckAboveSentDistance(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
 	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: 100})
 	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: math.MaxInt64})
