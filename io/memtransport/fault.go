@@ -7,94 +7,73 @@ import (
 	"github.com/zbstream/zbstream/internal/faults"
 )
 
-// FaultKind says what an injected Fault does. It is the one vocabulary of
-// faults the reference server (package server) shares: the same kind has
-// the same name and meaning in both, and a kind that provokes one protocol
-// violation of the client is named after that core.Violation.
+// FaultKind says what an injected Fault does, in the vocabulary of the
+// reference server (package server, whose FaultKind is this type): a kind
+// means the same misbehaviour on both, and one that breaks a protocol rule
+// bears the name of the core.Violation the client reports. What the
+// in-memory transport adds is said below.
 //
-// Faults act at points of one connection. The open is the point where no
-// ingest call has been received yet; after that, every ingest call the
-// server receives is a point, numbered 1, 2, ... on that connection (the
-// count restarts on every connection). A fault acts at the first point
-// whose number is at least Fault.After; faults checked at the open
-// (FailOpen, HangOpen and the open-response faults) ignore After.
+// A call's number counts the ingest calls received on its connection (1,
+// 2, ...; it restarts on every connection). A fault acts at the first call
+// whose number is at least Fault.After, or right after the open response
+// when After is 0; FailOpen, HangOpen and the open-response kinds act at
+// the open and ignore After.
 type FaultKind = faults.Kind
 
-// The kinds of faults the in-memory transport implements.
+// The kinds the in-memory transport implements: all of them. The ones the
+// reference server lacks are HangOpen, DiscardThenDrop and LoseAcks.
 const (
-	// FaultFailOpen rejects an open (create or resume) with Code (default
-	// UNAVAILABLE) before anything is created or fenced. The status
-	// arrives through Conn.Recv, as gRPC reports it; with AtOpen, Open
-	// itself returns the error instead (as a failed dial would).
+	// FaultFailOpen: the status arrives through Conn.Recv, as gRPC
+	// reports it; with AtOpen, Open itself returns it (a failed dial).
 	FaultFailOpen = faults.FailOpen
 	// FaultHangOpen never answers an open: nothing is created or fenced,
 	// Recv blocks until the connection is aborted or its context ends, and
 	// calls sent meanwhile are discarded.
 	FaultHangOpen = faults.HangOpen
-	// FaultLoseOpenResponse performs the open (a create creates, a resume
-	// or repeated create fences the older connection) and then ends the
-	// call with Code (default UNAVAILABLE) instead of answering: the lost
-	// create response that an idempotent create recovers from.
+	// FaultLoseOpenResponse: a create creates, a resume or repeated create
+	// fences the older connection, and no answer follows.
 	FaultLoseOpenResponse = faults.LoseOpenResponse
-	// FaultOpenResponseKind answers an open with the wrong kind of
-	// message: a persistent create with a resume response, a resume with a
-	// create response, an ephemeral create with an ack of -1
-	// (core.OpenResponseKind).
+	// FaultOpenResponseKind: a persistent create gets a resume response
+	// (watermark -1), a resume a create response, an ephemeral create an
+	// ack of -1.
 	FaultOpenResponseKind = faults.OpenResponseKind
-	// FaultStreamIDMissing answers a create with a create response that
-	// has no stream id (core.StreamIDMissing).
+	// FaultStreamIDMissing: a create response without an id.
 	FaultStreamIDMissing = faults.StreamIDMissing
-	// FaultResumeWatermark answers a resume with Watermark as
-	// last_committed_offset instead of the true one (above anything sent,
-	// below the acknowledged floor, math.MaxInt64...). The stream itself
-	// continues from its true watermark.
+	// FaultResumeWatermark: the answer carries Watermark; the stream goes
+	// on from its true one. Creates are not affected.
 	FaultResumeWatermark = faults.ResumeWatermark
-	// FaultResumeWithoutWatermark answers a resume without
-	// last_committed_offset ("nothing committed"), whatever was committed.
+	// FaultResumeWithoutWatermark: "nothing committed", whatever was.
 	FaultResumeWithoutWatermark = faults.ResumeWithoutWatermark
-	// FaultDrop stores and acknowledges call After, then ends the
-	// connection with Code (default UNAVAILABLE). After = 0 drops the
-	// connection right after the open response.
+	// FaultDrop: call After is stored and acknowledged, then the
+	// connection ends.
 	FaultDrop = faults.Drop
-	// FaultDiscardThenDrop ends the connection with Code (default
-	// UNAVAILABLE) at call After, which is discarded (the calls before it
-	// were stored and acknowledged). After = 0 drops the connection right
-	// after the open response.
+	// FaultDiscardThenDrop: call After is discarded (the calls before it
+	// were stored and acknowledged), then the connection ends.
 	FaultDiscardThenDrop = faults.DiscardThenDrop
-	// FaultCommitThenDrop stores call After and then ends the connection
-	// with Code (default UNAVAILABLE) without acknowledging it: the
-	// lost-ack race a persistent resume reconciles. After = 0 drops the
-	// connection right after the open response.
+	// FaultCommitThenDrop: call After is stored, not acknowledged, then
+	// the connection ends; a persistent resume reconciles it.
 	FaultCommitThenDrop = faults.CommitThenDrop
-	// FaultCloseSignal sends RespCloseSignal after call After (after the
-	// open response when After = 0), with Duration Delay, or without a
-	// duration when NoDuration is set. On an ephemeral stream the server
-	// goes on storing and acknowledging until the grace (Delay) ends and
-	// then ends the call cleanly (io.EOF); without a duration, or on a
-	// persistent stream, it ends the call right after the signal.
+	// FaultCloseSignal: RespCloseSignal with Duration Delay (none with
+	// NoDuration). An ephemeral stream goes on storing and acknowledging
+	// through the grace and then ends cleanly (io.EOF); without a
+	// duration, or on a persistent stream, the call ends at once.
 	FaultCloseSignal = faults.CloseSignal
-	// FaultLoseAcks does not send the acks of calls from After on, one ack
-	// per act (Times acks in all). The calls are stored; the next ack that
-	// is sent covers them, acks being cumulative.
+	// FaultLoseAcks: the calls are stored but their acks not sent (one per
+	// act); the next ack sent covers them, acks being cumulative.
 	FaultLoseAcks = faults.LoseAcks
-	// FaultDelayAcks sends each ack Delay after the call it answers (one ack
-	// per act), through timers; later messages wait behind it, so the
-	// order of the server's messages is kept.
+	// FaultDelayAcks: through timers; later messages wait behind the
+	// delayed one, so the order of the server's messages is kept.
 	FaultDelayAcks = faults.DelayAcks
-	// FaultRepeatAcks sends each ack 1 + Repeat times (Repeat 0 means 1;
-	// one ack per act).
+	// FaultRepeatAcks: the copies are sent at once.
 	FaultRepeatAcks = faults.RepeatAcks
-	// FaultAckMissing sends one ack without an offset (core.AckMissing).
+	// FaultAckMissing: an ack without an offset.
 	FaultAckMissing = faults.AckMissing
-	// FaultAckBelowFloor replaces one ack by one below the previous ack
-	// sent on the connection (or below the open's watermark)
-	// (core.AckBelowFloor).
+	// FaultAckBelowFloor: below the previous ack of the connection, or the
+	// open's watermark.
 	FaultAckBelowFloor = faults.AckBelowFloor
-	// FaultAckAboveSent replaces one ack by one Above (default 1) above the
-	// highest offset received on the connection (core.AckAboveSent). A
-	// client that pipelines may have sent more by the time it reads the
-	// ack: choose Above past what it can have sent to be sure it sees a
-	// violation.
+	// FaultAckAboveSent: a client that pipelines may have sent more by the
+	// time it reads the ack: choose Above past what it can have sent to be
+	// sure it sees a violation.
 	FaultAckAboveSent = faults.AckAboveSent
 )
 
