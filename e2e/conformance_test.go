@@ -49,7 +49,7 @@ func TestEphemeralCreateRetriesThenOK(t *testing.T) {
 // the create gives up after the budget with a *RetryError.
 func TestEphemeralCreateRetriesExhausted(t *testing.T) {
 	e := start(t)
-	h := e.ts.Inject(server.Match{Table: e.table}, server.Fault{Kind: server.FaultFailOpen, Sticky: true})
+	h := e.ts.Inject(server.Match{Table: e.table}, server.Fault{Kind: server.FaultFailOpen, Times: server.Unlimited})
 	defer h.Remove()
 	_, err := e.client.CreateStream(ctx(t), e.table, fast(zbstream.WithRecovery(2, time.Millisecond, 5*time.Millisecond))...)
 	var re *zbstream.RetryError
@@ -66,7 +66,7 @@ func TestEphemeralCreateRetriesExhausted(t *testing.T) {
 // code fails at once, without a retry.
 func TestEphemeralCreateNonRetryable(t *testing.T) {
 	e := start(t)
-	h := e.ts.Inject(server.Match{Table: e.table}, server.Fault{Kind: server.FaultFailOpen, Code: codes.InvalidArgument, Sticky: true})
+	h := e.ts.Inject(server.Match{Table: e.table}, server.Fault{Kind: server.FaultFailOpen, Code: codes.InvalidArgument, Times: server.Unlimited})
 	defer h.Remove()
 	_, err := e.client.CreateStream(ctx(t), e.table, fast()...)
 	wantCode(t, err, codes.InvalidArgument)
@@ -382,7 +382,7 @@ func TestEphemeralConcurrentClose(t *testing.T) {
 func TestEphemeralCloseAfterError(t *testing.T) {
 	e := start(t)
 	s := e.create(t)
-	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultFail, Code: codes.PermissionDenied, Message: "revoked"})
+	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDrop, Code: codes.PermissionDenied, Message: "revoked"})
 	ingest(t, s, rec(0, 0))
 	waitFired(t, h)
 	waitDone(t, s)
@@ -408,7 +408,7 @@ func TestEphemeralPendingRetrievableAfterTerminalError(t *testing.T) {
 	s := e.create(t,
 		zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }),
 		zbstream.WithOnFail(func(o int64, err error) { mu.Lock(); failed = append(failed, o); mu.Unlock() }))
-	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultFail, After: 2, Code: codes.InvalidArgument})
+	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument})
 	c := ctx(t)
 	calls := [][][]byte{one(rec(0, 0)), recs(0, 1, 2), one(rec(0, 3)), recs(0, 4, 3), one(rec(0, 7))}
 	for i, r := range calls {

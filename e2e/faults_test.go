@@ -173,7 +173,7 @@ func TestAckTimeoutTriggersRecovery(t *testing.T) {
 // without its value fail the stream with a *ProtocolError, not retried;
 // the unacknowledged records stay retrievable and Close returns.
 func TestHostileAcks(t *testing.T) {
-	for _, kind := range []server.FaultKind{server.FaultAckAbove, server.FaultAckRegress, server.FaultAckMissing} {
+	for _, kind := range []server.FaultKind{server.FaultAckAboveSent, server.FaultAckBelowFloor, server.FaultAckMissing} {
 		for _, persistent := range []bool{false, true} {
 			name := kind.String() + map[bool]string{false: "/ephemeral", true: "/persistent"}[persistent]
 			t.Run(name, func(t *testing.T) {
@@ -215,7 +215,7 @@ func TestDuplicateAcks(t *testing.T) {
 	var acks ackLog
 	s := e.createPersistent(t, acks.option())
 	id := s.StreamID()
-	h := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultRepeatAcks, Repeat: 2, Sticky: true})
+	h := e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultRepeatAcks, Repeat: 2, Times: server.Unlimited})
 	defer h.Remove()
 	var want [][][]byte
 	for n := range 20 {
@@ -238,8 +238,8 @@ func TestDuplicateAcks(t *testing.T) {
 // protocol errors: the open fails, without a retry.
 func TestBadOpenResponses(t *testing.T) {
 	e := start(t)
-	for _, kind := range []server.FaultKind{server.FaultCreateWithoutID, server.FaultWrongOpenResponse} {
-		h := e.ts.Inject(server.Match{Table: e.table, Kind: server.KindPersistent}, server.Fault{Kind: kind, Sticky: true})
+	for _, kind := range []server.FaultKind{server.FaultStreamIDMissing, server.FaultOpenResponseKind} {
+		h := e.ts.Inject(server.Match{Table: e.table, Kind: server.KindPersistent}, server.Fault{Kind: kind, Times: server.Unlimited})
 		_, err := e.client.CreatePersistentStream(ctx(t), e.table, fast()...)
 		h.Remove()
 		wantProtocol(t, err)
@@ -247,7 +247,7 @@ func TestBadOpenResponses(t *testing.T) {
 			t.Fatalf("%s: %d opens, want 1", kind, h.Hits())
 		}
 	}
-	h := e.ts.Inject(server.Match{Table: e.table, Kind: server.KindEphemeral}, server.Fault{Kind: server.FaultWrongOpenResponse, Sticky: true})
+	h := e.ts.Inject(server.Match{Table: e.table, Kind: server.KindEphemeral}, server.Fault{Kind: server.FaultOpenResponseKind, Times: server.Unlimited})
 	_, err := e.client.CreateStream(ctx(t), e.table, fast()...)
 	h.Remove()
 	wantProtocol(t, err)
@@ -255,7 +255,7 @@ func TestBadOpenResponses(t *testing.T) {
 	s := e.createPersistent(t)
 	id := s.StreamID()
 	mustClose(t, s)
-	h = e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultWrongOpenResponse, Sticky: true})
+	h = e.ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultOpenResponseKind, Times: server.Unlimited})
 	_, err = e.client.ResumeStream(ctx(t), e.table, id, fast()...)
 	h.Remove()
 	wantProtocol(t, err)
@@ -274,7 +274,7 @@ func TestHostileResumeWatermarks(t *testing.T) {
 		{"below ack floor", server.Fault{Kind: server.FaultResumeWatermark, Watermark: 0}},
 		{"above sent", server.Fault{Kind: server.FaultResumeWatermark, Watermark: 100}},
 		{"max", server.Fault{Kind: server.FaultResumeWatermark, Watermark: math.MaxInt64}},
-		{"missing", server.Fault{Kind: server.FaultResumeNoWatermark}},
+		{"missing", server.Fault{Kind: server.FaultResumeWithoutWatermark}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,7 +360,7 @@ func TestEphemeralCloseSignal(t *testing.T) {
 			e := start(t)
 			s := e.create(t, zbstream.WithMaxGrace(tc.maxGrace))
 			first := s.StreamID()
-			hd := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDelayAcks, Delay: 500 * time.Millisecond, Sticky: true})
+			hd := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDelayAcks, Delay: 500 * time.Millisecond, Times: server.Unlimited})
 			h := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultCloseSignal, After: 1, Delay: tc.duration})
 			var all [][]byte
 			for n := range 6 {
@@ -540,8 +540,8 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 		kinds := []server.Fault{
 			{Kind: server.FaultDrop},
 			{Kind: server.FaultCommitThenDrop},
-			{Kind: server.FaultFail, Code: codes.Internal},
-			{Kind: server.FaultFail, Code: codes.Aborted},
+			{Kind: server.FaultDrop, Code: codes.Internal},
+			{Kind: server.FaultDrop, Code: codes.Aborted},
 			{Kind: server.FaultCloseSignal, Delay: 5 * time.Millisecond},
 			{Kind: server.FaultLoseOpenResponse},
 		}

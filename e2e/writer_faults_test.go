@@ -23,15 +23,15 @@ func injectWriterFaults(srv *server.Server, n int) {
 		m := server.Match{Table: wTable(i)}
 		switch i % 6 {
 		case 1:
-			srv.Inject(m, server.Fault{Kind: server.FaultCommitThenDrop, After: 2, Sticky: true})
+			srv.Inject(m, server.Fault{Kind: server.FaultCommitThenDrop, After: 2, Times: server.Unlimited})
 		case 2:
-			srv.Inject(m, server.Fault{Kind: server.FaultDrop, After: 3, Sticky: true})
+			srv.Inject(m, server.Fault{Kind: server.FaultDrop, After: 3, Times: server.Unlimited})
 		case 3:
 			srv.Inject(server.Match{Table: wTable(i), Kind: server.KindPersistent}, server.Fault{Kind: server.FaultLoseOpenResponse})
 		case 4:
 			srv.Inject(m, server.Fault{Kind: server.FaultCloseSignal, After: 1})
 		case 5:
-			srv.Inject(m, server.Fault{Kind: server.FaultRepeatAcks, Repeat: 2, Sticky: true})
+			srv.Inject(m, server.Fault{Kind: server.FaultRepeatAcks, Repeat: 2, Times: server.Unlimited})
 		}
 	}
 }
@@ -135,7 +135,7 @@ func TestWriterFailedTable(t *testing.T) {
 			failed[table] = append(failed[table], off)
 			mu.Unlock()
 		}})
-	h := e.ts.Inject(server.Match{Table: bad}, server.Fault{Kind: server.FaultFail, After: 2, Code: codes.InvalidArgument, Message: "refused"})
+	h := e.ts.Inject(server.Match{Table: bad}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument, Message: "refused"})
 	for n := range 5 {
 		if _, err := w.IngestRecord(ctx(t), bad, wRec(0, n)); err != nil {
 			t.Fatalf("record %d: %v", n, err)

@@ -31,13 +31,12 @@ func concurrentIngest(t *testing.T, kind core.Kind) {
 	const producers, perProducer = 8, 300
 	srv := memtransport.NewServer(memtransport.Options{})
 	for _, f := range []memtransport.Fault{
-		{Kind: memtransport.FaultDrop, After: 97, Count: 5},
-		{Kind: memtransport.FaultCommitThenDrop, After: 41, Count: 5},
-		{Kind: memtransport.FaultLoseAcks, After: 13, Count: 50},
-		{Kind: memtransport.FaultRepeatAcks, After: 7, Count: 50},
+		{Kind: memtransport.FaultDiscardThenDrop, After: 97, Times: 5},
+		{Kind: memtransport.FaultCommitThenDrop, After: 41, Times: 5},
+		{Kind: memtransport.FaultLoseAcks, After: 13, Times: 50},
+		{Kind: memtransport.FaultRepeatAcks, After: 7, Times: 50},
 	} {
-		f.StreamKind = kind
-		srv.Inject(f)
+		srv.Inject(memtransport.Match{Kind: kind}, f)
 	}
 	cfg := core.DefaultConfig(kind, core.RecordJSON)
 	cfg.ClientRequestID = "concurrent"

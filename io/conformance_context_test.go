@@ -43,7 +43,7 @@ func TestContextOpen(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultHangOpen, Count: memtransport.Unlimited})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultHangOpen, Times: memtransport.Unlimited})
 				ctx, cancel := tt.ctx()
 				defer cancel()
 				s, err := streamio.Open(ctx, srv.Transport(), config(kind), streamio.Options{})
@@ -62,7 +62,7 @@ func TestContextOpen(t *testing.T) {
 // the cause, accepts nothing, and the stream goes on.
 func TestContextIngestBlocked(t *testing.T) {
 	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: ackTimeout / 2, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: ackTimeout / 2, Times: memtransport.Unlimited})
 		cfg := config(kind)
 		cfg.MaxInflightCalls = 1
 		s := open(t, srv, cfg, streamio.Options{})
@@ -91,7 +91,7 @@ func TestContextWaitAndFlush(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Minute})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Minute})
 				s := open(t, srv, config(kind), streamio.Options{})
 				ingest(t, s, 0, 0)
 				err := call(cancelled(5*time.Second), s)
@@ -114,7 +114,7 @@ func TestContextWaitAndFlush(t *testing.T) {
 // records.
 func TestContextClose(t *testing.T) {
 	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: memtransport.Unlimited})
 		var r recorder
 		s := open(t, srv, config(kind), r.options())
 		ctx := context.Background()

@@ -180,9 +180,9 @@ func TestPersistentHostileOpenResponse(t *testing.T) {
 		resume bool
 		rule   core.Violation
 	}{
-		{"create without id", memtransport.FaultCreateWithoutID, false, core.StreamIDMissing},
-		{"resume response to a create", memtransport.FaultWrongOpenResponse, false, core.OpenResponseKind},
-		{"create response to a resume", memtransport.FaultWrongOpenResponse, true, core.OpenResponseKind},
+		{"create without id", memtransport.FaultStreamIDMissing, false, core.StreamIDMissing},
+		{"resume response to a create", memtransport.FaultOpenResponseKind, false, core.OpenResponseKind},
+		{"create response to a resume", memtransport.FaultOpenResponseKind, true, core.OpenResponseKind},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestPersistentHostileOpenResponse(t *testing.T) {
 					}
 					cfg = resumeConfig(s.StreamID())
 				}
-				srv.Inject(memtransport.Fault{Kind: tt.fault, Count: memtransport.Unlimited})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: tt.fault, Times: memtransport.Unlimited})
 				opens := srv.Stats().Opens
 				s, err := streamio.Open(context.Background(), srv.Transport(), cfg, streamio.Options{})
 				if s != nil || err == nil {
@@ -217,7 +217,7 @@ func TestPersistentHostileOpenResponse(t *testing.T) {
 func TestPersistentCommitThenDrop(t *testing.T) {
 	t.Run("reconciled", func(t *testing.T) {
 		bubble(t, func(t *testing.T, srv *memtransport.Server) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
 			var r recorder
 			s := open(t, srv, config(core.Persistent), r.options())
 			ingestN(t, s, 3, 0)
@@ -251,7 +251,7 @@ func TestPersistentCommitThenDrop(t *testing.T) {
 	})
 	t.Run("recovery off", func(t *testing.T) {
 		bubble(t, func(t *testing.T, srv *memtransport.Server) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
 			cfg := config(core.Persistent)
 			cfg.DisableRecovery = true
 			s := open(t, srv, cfg, streamio.Options{})
@@ -294,8 +294,8 @@ func TestPersistentHostileWatermark(t *testing.T) {
 				if err := s.Flush(context.Background()); err != nil {
 					t.Fatalf("Flush: %v", err)
 				}
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWatermark, StreamID: s.StreamID(), Watermark: tt.watermark})
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop}) // call 3 (offset 2) is lost
+				srv.Inject(memtransport.Match{StreamID: s.StreamID()}, memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: tt.watermark})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop}) // call 3 (offset 2) is lost
 				ingest(t, s, 2, 2)
 				<-s.Done()
 				for what, err := range map[string]error{"Err": s.Err(), "Close": s.Close(context.Background())} {
@@ -330,7 +330,7 @@ func TestPersistentWatermarkMaxInt64(t *testing.T) {
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: math.MaxInt64})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: math.MaxInt64})
 		r, err := streamio.Open(context.Background(), srv.Transport(), resumeConfig(s.StreamID()), streamio.Options{})
 		if r != nil || err == nil {
 			t.Fatalf("Open = %v, %v; want an error", r, err)
@@ -348,7 +348,7 @@ func TestPersistentWatermarkMaxInt64(t *testing.T) {
 // ingested during recovery, goes out under its own offset.
 func TestPersistentAckTimeoutReconciles(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: 3})
 		var r recorder
 		s := open(t, srv, config(core.Persistent), r.options())
 		id := s.StreamID()
@@ -377,7 +377,7 @@ func TestPersistentCloseSignalResumesAtOnce(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
 		// The signal follows the create response (see TestEndAfterHeldAcks
 		// for a signal after a call).
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, Delay: 10 * time.Minute})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, Delay: 10 * time.Minute})
 		s := open(t, srv, config(core.Persistent), streamio.Options{})
 		synctest.Wait()
 		if ss := srv.Stats(); ss.Resumes != 1 || ss.Opens != 2 {
@@ -402,12 +402,12 @@ func TestPersistentCloseSignalResumesAtOnce(t *testing.T) {
 // answers with the same stream: no orphan.
 func TestPersistentCreateRetried(t *testing.T) {
 	for _, fault := range []memtransport.Fault{
-		{Kind: memtransport.FaultFailOpen, Count: 2},
-		{Kind: memtransport.FaultLoseOpenResponse, Count: 2},
+		{Kind: memtransport.FaultFailOpen, Times: 2},
+		{Kind: memtransport.FaultLoseOpenResponse, Times: 2},
 	} {
 		t.Run(fault.Kind.String(), func(t *testing.T) {
 			bubble(t, func(t *testing.T, srv *memtransport.Server) {
-				srv.Inject(fault)
+				srv.Inject(memtransport.Match{}, fault)
 				s := open(t, srv, config(core.Persistent), streamio.Options{})
 				if st := s.Stats(); st.Opens != 3 {
 					t.Fatalf("Stats = %+v, want 3 opens", st)
@@ -436,14 +436,14 @@ func TestPersistentCreateRetried(t *testing.T) {
 // not after the duplicates.
 func TestPersistentLateDuplicateAcks(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: 3})
 		s := open(t, srv, config(core.Persistent), streamio.Options{})
 		ingestN(t, s, 3, 0)
 		synctest.Wait()
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop}) // the next call: offset 3
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWithoutWatermark})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: ackTimeout / 2})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 4})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop}) // the next call: offset 3
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultResumeWithoutWatermark})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: ackTimeout / 2})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 4})
 		ingest(t, s, 3, 3)
 		settle(ackTimeout / 4)
 		if st := s.Stats(); st.Reconnects != 1 || st.Acknowledged != 3 || st.Resent != 4 {
@@ -484,7 +484,7 @@ func TestAuthRejectionInvalidatesCredentials(t *testing.T) {
 			if n := srv.Stats().CredentialInvalidations; n != 0 {
 				t.Fatalf("%d invalidations before any rejection", n)
 			}
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, Code: core.CodeUnauthenticated})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, Code: core.CodeUnauthenticated})
 			ingest(t, s, 1, 1)
 			wantCode(t, "flush after the rejection", s.Flush(context.Background()), core.CodeUnauthenticated)
 			if n := srv.Stats().CredentialInvalidations; n != 1 {
@@ -494,7 +494,7 @@ func TestAuthRejectionInvalidatesCredentials(t *testing.T) {
 	})
 	t.Run("first open", func(t *testing.T) {
 		bubble(t, func(t *testing.T, srv *memtransport.Server) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnauthenticated})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnauthenticated})
 			s := open(t, srv, config(core.Persistent), streamio.Options{})
 			if n := srv.Stats().CredentialInvalidations; n != 1 {
 				t.Fatalf("%d credential invalidations after a rejected first open, want 1", n)

@@ -48,16 +48,16 @@ func TestEndAfterHeldAcks(t *testing.T) {
 		{"persistent close signal is a rotation", core.Persistent,
 			memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2}, 0, nil},
 		{"persistent last ack before a drop", core.Persistent,
-			memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Store: true}, 0, nil},
+			memtransport.Fault{Kind: memtransport.FaultDrop, After: 2}, 0, nil},
 		{"ephemeral close signal is a rotation", core.Ephemeral,
 			memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2, NoDuration: true}, 0, recs(2, 4)},
 		{"ephemeral last ack before a drop", core.Ephemeral,
-			memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Store: true}, 0, recs(2, 4)},
+			memtransport.Fault{Kind: memtransport.FaultDrop, After: 2}, 0, recs(2, 4)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bubble(t, func(t *testing.T, srv *memtransport.Server) {
-				srv.Inject(tt.fault)
+				srv.Inject(memtransport.Match{}, tt.fault)
 				cfg := config(tt.kind)
 				if tt.fault.Kind == memtransport.FaultCloseSignal {
 					cfg.Retries = 0

@@ -31,7 +31,7 @@ func TestOpen(t *testing.T) {
 		},
 		{
 			name:   "open timeout exhausts retries",
-			faults: []memtransport.Fault{{Kind: memtransport.FaultHangOpen, Count: memtransport.Unlimited}},
+			faults: []memtransport.Fault{{Kind: memtransport.FaultHangOpen, Times: memtransport.Unlimited}},
 			wantErr: func(t *testing.T, err error) {
 				wantIs(t, "Open", err, core.ErrRetriesExhausted)
 				wantIs(t, "Open", err, core.ErrOpenTimeout)
@@ -41,7 +41,7 @@ func TestOpen(t *testing.T) {
 		},
 		{
 			name:   "not found is not retried",
-			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodeNotFound, Count: memtransport.Unlimited}},
+			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodeNotFound, Times: memtransport.Unlimited}},
 			wantErr: func(t *testing.T, err error) {
 				wantCode(t, "Open", err, core.CodeNotFound)
 				var re *core.RetryError
@@ -53,18 +53,18 @@ func TestOpen(t *testing.T) {
 		},
 		{
 			name:      "permission denied at dial is not retried",
-			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodePermissionDenied, AtOpen: true, Count: memtransport.Unlimited}},
+			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Code: core.CodePermissionDenied, AtOpen: true, Times: memtransport.Unlimited}},
 			wantErr:   func(t *testing.T, err error) { wantCode(t, "Open", err, core.CodePermissionDenied) },
 			wantOpens: 1,
 		},
 		{
 			name:      "retries then ok",
-			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Count: 2}},
+			faults:    []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Times: 2}},
 			wantOpens: 3,
 		},
 		{
 			name:   "retries exhausted",
-			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Count: memtransport.Unlimited}},
+			faults: []memtransport.Fault{{Kind: memtransport.FaultFailOpen, Times: memtransport.Unlimited}},
 			wantErr: func(t *testing.T, err error) {
 				var re *core.RetryError
 				if !errors.As(err, &re) || re.Attempts != 3 {
@@ -80,7 +80,7 @@ func TestOpen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 				for _, f := range tt.faults {
-					srv.Inject(f)
+					srv.Inject(memtransport.Match{}, f)
 				}
 				s, err := streamio.Open(context.Background(), srv.Transport(), config(kind), streamio.Options{})
 				if got := srv.Stats().Opens; got != tt.wantOpens {
@@ -224,7 +224,7 @@ func TestIngestAfterClose(t *testing.T) {
 func TestClose(t *testing.T) {
 	t.Run("flushes", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: memtransport.Unlimited})
 			var r recorder
 			s := open(t, srv, config(kind), r.options())
 			ingestN(t, s, 5, 0)
@@ -250,7 +250,7 @@ func TestClose(t *testing.T) {
 	})
 	t.Run("idempotent and concurrent", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Times: memtransport.Unlimited})
 			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 3, 0)
 			var wg sync.WaitGroup
@@ -272,7 +272,7 @@ func TestClose(t *testing.T) {
 	})
 	t.Run("after an error", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 2})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultAckAboveSent, After: 2})
 			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 2, 0)
 			<-s.Done()
@@ -302,14 +302,14 @@ func TestEphemeralWindowBlocks(t *testing.T) {
 		bytes         bool // bound the window by bytes, not calls
 		wantReconnect int64
 	}{
-		{"acks delayed", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, false, 0},
-		{"acks delayed, bytes", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 2}, true, 0},
-		{"acks lost", memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2}, false, 1},
+		{"acks delayed", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: 2}, false, 0},
+		{"acks delayed, bytes", memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: 2}, true, 0},
+		{"acks lost", memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: 2}, false, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bubble(t, func(t *testing.T, srv *memtransport.Server) {
-				srv.Inject(tt.fault)
+				srv.Inject(memtransport.Match{}, tt.fault)
 				cfg := config(core.Ephemeral)
 				if tt.bytes {
 					// Records are 7 bytes: two fit, a third does not.
@@ -353,7 +353,7 @@ func TestEphemeralWindowBlocks(t *testing.T) {
 func TestFlush(t *testing.T) {
 	t.Run("waits", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: memtransport.Unlimited})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: memtransport.Unlimited})
 			s := open(t, srv, config(kind), streamio.Options{})
 			ingestN(t, s, 3, 0)
 			if err := s.Flush(context.Background()); err != nil {
@@ -366,7 +366,7 @@ func TestFlush(t *testing.T) {
 	})
 	t.Run("times out", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Count: 1})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: 1})
 			s := open(t, srv, config(kind), streamio.Options{FlushTimeout: time.Second})
 			ingest(t, s, 0, 0)
 			err := s.Flush(context.Background())
@@ -410,8 +410,8 @@ func TestFlush(t *testing.T) {
 	t.Run("covers only earlier offsets", func(t *testing.T) {
 		bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
 			// Offset 0's ack comes after 5 s, offset 1's after 30 s more.
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 1, Delay: 5 * time.Second})
-			srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: 35 * time.Second})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 1, Delay: 5 * time.Second})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: 35 * time.Second})
 			s := open(t, srv, config(kind), streamio.Options{})
 			ingest(t, s, 0, 0)
 			flushed := async(func() error { return s.Flush(context.Background()) })
@@ -441,7 +441,7 @@ func TestFlush(t *testing.T) {
 // §8 ephemeral: ack timeout triggers recovery and a resend.
 func TestEphemeralAckTimeoutRecovers(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: 3})
 		var r recorder
 		s := open(t, srv, config(core.Ephemeral), r.options())
 		ingestN(t, s, 3, 0)
@@ -481,20 +481,20 @@ func TestTerminalFailure(t *testing.T) {
 	}{
 		{
 			"non-retryable status",
-			memtransport.Fault{Kind: memtransport.FaultDrop, After: 3, Code: core.CodePermissionDenied},
+			memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 3, Code: core.CodePermissionDenied},
 			func(t *testing.T, err error) { wantCode(t, "Err", err, core.CodePermissionDenied) },
 		},
 		{
 			"protocol violation",
-			memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 3},
+			memtransport.Fault{Kind: memtransport.FaultAckAboveSent, After: 3},
 			func(t *testing.T, err error) { wantViolation(t, "Err", err, core.AckAboveSent) },
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: 2})
-				srv.Inject(tt.fault)
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: 2})
+				srv.Inject(memtransport.Match{}, tt.fault)
 				var r recorder
 				s := open(t, srv, config(kind), r.options())
 				ctx := context.Background()
@@ -544,7 +544,7 @@ func TestTerminalFailure(t *testing.T) {
 func TestEphemeralResendInOrder(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
 		// Call 3 is lost with the connection; 0 and 1 were acknowledged.
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 3})
 		var r recorder
 		s := open(t, srv, config(core.Ephemeral), r.options())
 		ctx := context.Background()
@@ -603,9 +603,9 @@ func TestEphemeralCloseSignalGrace(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			bubble(t, func(t *testing.T, srv *memtransport.Server) {
 				if tt.lose {
-					srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 1})
+					srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 1})
 				}
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 1, Delay: tt.signal, NoDuration: tt.noDuration})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 1, Delay: tt.signal, NoDuration: tt.noDuration})
 				cfg := config(core.Ephemeral)
 				cfg.MaxGrace = tt.maxGrace
 				var r recorder
@@ -654,9 +654,9 @@ func TestEphemeralCloseSignalGrace(t *testing.T) {
 // that resends (and, persistent, reconciles), with every ack repeated.
 func TestCallbacksOncePerOffset(t *testing.T) {
 	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 3, Count: 2})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 5})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 3, Times: 2})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 5})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Times: memtransport.Unlimited})
 		var r recorder
 		s := open(t, srv, config(kind), r.options())
 		ingestN(t, s, 20, 0)
@@ -687,8 +687,8 @@ func TestCallbacksOncePerOffset(t *testing.T) {
 // TestPersistentLateDuplicateAcks has duplicates that come later.
 func TestEphemeralDuplicateAcks(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Times: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2})
 		var r recorder
 		s := open(t, srv, config(core.Ephemeral), r.options())
 		ingest(t, s, 0, 0)
@@ -716,14 +716,14 @@ func TestHostileAcks(t *testing.T) {
 		kind memtransport.FaultKind
 		rule core.Violation
 	}{
-		{memtransport.FaultAckAbove, core.AckAboveSent},
+		{memtransport.FaultAckAboveSent, core.AckAboveSent},
 		{memtransport.FaultAckBelowFloor, core.AckBelowFloor},
-		{memtransport.FaultAckWithoutOffset, core.AckMissing},
+		{memtransport.FaultAckMissing, core.AckMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind.String(), func(t *testing.T) {
 			bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-				srv.Inject(memtransport.Fault{Kind: tt.kind, After: 2})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: tt.kind, After: 2})
 				var r recorder
 				s := open(t, srv, config(kind), r.options())
 				ingest(t, s, 0, 0)
@@ -752,7 +752,7 @@ func TestHostileAcks(t *testing.T) {
 // with ErrClosed; the offsets accepted are dense.
 func TestCloseDuringIngest(t *testing.T) {
 	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Times: memtransport.Unlimited})
 		var r recorder
 		s := open(t, srv, config(kind), r.options())
 		var (
@@ -814,7 +814,7 @@ func TestCloseDuringIngest(t *testing.T) {
 // Unacked.
 func TestCloseTimeout(t *testing.T) {
 	bothKinds(t, func(t *testing.T, srv *memtransport.Server, kind core.Kind) {
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, Times: memtransport.Unlimited})
 		cfg := config(kind)
 		cfg.AckTimeout = time.Hour
 		cfg.CloseTimeout = time.Minute
@@ -840,7 +840,7 @@ func TestEphemeralRetryBudgetResets(t *testing.T) {
 	bubble(t, func(t *testing.T, srv *memtransport.Server) {
 		// Every connection stores and acknowledges its first call and
 		// drops at its second: 4 drops in all.
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 2, Count: 4})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 2, Times: 4})
 		cfg := config(core.Ephemeral)
 		cfg.Retries = 1
 		s := open(t, srv, cfg, streamio.Options{})

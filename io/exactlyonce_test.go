@@ -91,7 +91,7 @@ func sourceRecord(i int) []byte { return []byte(fmt.Sprintf(`{"seq":%d}`, i)) }
 // faultMenu are the faults the schedule draws from; each is injected with a
 // random After, and acts once.
 var faultMenu = []memtransport.FaultKind{
-	memtransport.FaultDrop, memtransport.FaultCommitThenDrop, memtransport.FaultLoseAcks,
+	memtransport.FaultDiscardThenDrop, memtransport.FaultCommitThenDrop, memtransport.FaultLoseAcks,
 	memtransport.FaultRepeatAcks, memtransport.FaultDelayAcks, memtransport.FaultCloseSignal,
 	memtransport.FaultLoseOpenResponse, memtransport.FaultFailOpen,
 }
@@ -138,7 +138,7 @@ func runExactlyOnce(seed uint64) (eoCounts, error) {
 		// Faults for this incarnation.
 		var handles []*memtransport.FaultHandle
 		for range rng.IntN(4) {
-			handles = append(handles, srv.Inject(memtransport.Fault{
+			handles = append(handles, srv.Inject(memtransport.Match{}, memtransport.Fault{
 				Kind:  faultMenu[rng.IntN(len(faultMenu))],
 				After: rng.IntN(40),
 				Delay: time.Duration(rng.IntN(3000)) * time.Millisecond,

@@ -124,7 +124,7 @@ func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
 		return nil
 	}
 	point := func() (bool, error) {
-		f, ok := c.takeFault(FaultCommitThenDrop, FaultDrop, FaultFail, FaultCloseSignal)
+		f, ok := c.takeFault(FaultCommitThenDrop, FaultDrop, FaultCloseSignal)
 		if !ok {
 			return false, nil
 		}
@@ -133,17 +133,12 @@ func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
 			if err := flush(false); err != nil {
 				return true, err
 			}
-			return true, status.Error(codes.Unavailable, "injected fault: connection dropped after commit, before ack")
+			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped after commit, before ack")
 		case FaultDrop:
 			if err := flush(true); err != nil {
 				return true, err
 			}
-			return true, status.Error(codes.Unavailable, "injected fault: connection dropped")
-		case FaultFail:
-			if err := flush(true); err != nil {
-				return true, err
-			}
-			return true, faultStatus(f, codes.Unavailable, "injected fault")
+			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped")
 		default: // FaultCloseSignal
 			if err := flush(true); err != nil {
 				return true, err

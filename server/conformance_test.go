@@ -1129,7 +1129,7 @@ func TestSeveralRequestsPerAppend(t *testing.T) {
 func TestFaultFailOpen(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)
-	h := ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFailOpen, Code: codes.PermissionDenied, Message: "nope", Sticky: true})
+	h := ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFailOpen, Code: codes.PermissionDenied, Message: "nope", Times: server.Unlimited})
 	for range 2 {
 		st := openPersistent(t, c, callCtx(t, ts))
 		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
@@ -1199,10 +1199,10 @@ func TestFaultDrop(t *testing.T) {
 	pclose(t, st)
 }
 
-func TestFaultFailLater(t *testing.T) {
+func TestFaultDropWithCode(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)
-	ts.Inject(server.Match{}, server.Fault{Kind: server.FaultFail, After: 1, Code: codes.Internal, Message: "boom"})
+	ts.Inject(server.Match{}, server.Fault{Kind: server.FaultDrop, After: 1, Code: codes.Internal, Message: "boom"})
 	st, id := ecreate(t, ts, c, jsonCreate(ts.Table))
 	ejson(t, st, 0, `{}`)
 	ejson(t, st, 1, `{}`)
@@ -1215,7 +1215,7 @@ func TestFaultFailLater(t *testing.T) {
 		t.Fatalf("records %q", got)
 	}
 	// After 0: right after the open.
-	ts.Inject(server.Match{}, server.Fault{Kind: server.FaultFail, Code: codes.ResourceExhausted})
+	ts.Inject(server.Match{}, server.Fault{Kind: server.FaultDrop, Code: codes.ResourceExhausted})
 	st, _ = ecreate(t, ts, c, jsonCreate(ts.Table))
 	wantCode(t, eend(st), codes.ResourceExhausted)
 }
@@ -1248,7 +1248,7 @@ func TestFaultCommitThenDrop(t *testing.T) {
 func TestFaultDelayAndRepeatAcks(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)
-	h := ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDelayAcks, Delay: 200 * time.Millisecond, Sticky: true})
+	h := ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDelayAcks, Delay: 200 * time.Millisecond, Times: server.Unlimited})
 	st, _ := pcreate(t, ts, c, "")
 	start := time.Now()
 	pjson(t, st, 0, `{}`)
@@ -1298,13 +1298,13 @@ func TestFaultHostileAcks(t *testing.T) {
 		}
 		return r.GetIngestRecordResponse().DurabilityAckUpToOffset
 	}
-	ts.Inject(m, server.Fault{Kind: server.FaultAckAbove})
+	ts.Inject(m, server.Fault{Kind: server.FaultAckAboveSent})
 	if a := next(1); a == nil || *a != 2 {
 		t.Fatalf("above: %v", a)
 	}
-	ts.Inject(m, server.Fault{Kind: server.FaultAckRegress})
+	ts.Inject(m, server.Fault{Kind: server.FaultAckBelowFloor})
 	if a := next(2); a == nil || *a != 0 {
-		t.Fatalf("regress: %v", a)
+		t.Fatalf("below floor: %v", a)
 	}
 	ts.Inject(m, server.Fault{Kind: server.FaultAckMissing})
 	if a := next(3); a != nil {
@@ -1343,10 +1343,10 @@ func TestFaultOpenResponses(t *testing.T) {
 			t.Fatalf("watermark %v, want %d", got, w)
 		}
 	}
-	if r := resumeWith(server.Fault{Kind: server.FaultResumeNoWatermark}); r.GetResumeStreamResponse() == nil || r.GetResumeStreamResponse().LastCommittedOffset != nil {
+	if r := resumeWith(server.Fault{Kind: server.FaultResumeWithoutWatermark}); r.GetResumeStreamResponse() == nil || r.GetResumeStreamResponse().LastCommittedOffset != nil {
 		t.Fatalf("no watermark: %v", r)
 	}
-	if r := resumeWith(server.Fault{Kind: server.FaultWrongOpenResponse}); r.GetCreateStreamResponse().GetStreamId() != id {
+	if r := resumeWith(server.Fault{Kind: server.FaultOpenResponseKind}); r.GetCreateStreamResponse().GetStreamId() != id {
 		t.Fatalf("resume answered %v", r)
 	}
 	// Creates.
@@ -1361,14 +1361,14 @@ func TestFaultOpenResponses(t *testing.T) {
 		pclose(t, st)
 		return r
 	}
-	if r := createWith(server.Fault{Kind: server.FaultWrongOpenResponse}); r.GetResumeStreamResponse() == nil {
+	if r := createWith(server.Fault{Kind: server.FaultOpenResponseKind}); r.GetResumeStreamResponse() == nil {
 		t.Fatalf("create answered %v", r)
 	}
-	if r := createWith(server.Fault{Kind: server.FaultCreateWithoutID}); r.GetCreateStreamResponse() == nil || r.GetCreateStreamResponse().StreamId != nil {
+	if r := createWith(server.Fault{Kind: server.FaultStreamIDMissing}); r.GetCreateStreamResponse() == nil || r.GetCreateStreamResponse().StreamId != nil {
 		t.Fatalf("create answered %v", r)
 	}
 	// Ephemeral create without id.
-	ts.Inject(server.Match{Kind: server.KindEphemeral}, server.Fault{Kind: server.FaultCreateWithoutID})
+	ts.Inject(server.Match{Kind: server.KindEphemeral}, server.Fault{Kind: server.FaultStreamIDMissing})
 	est, err := c.EphemeralStream(callCtx(t, ts))
 	if err != nil {
 		t.Fatal(err)
@@ -1386,7 +1386,7 @@ func TestFaultMatchesOnlyItsStream(t *testing.T) {
 	c := ts.Client(t)
 	a, aid := pcreate(t, ts, c, "")
 	b, _ := pcreate(t, ts, c, "")
-	h := ts.Inject(server.Match{StreamID: aid}, server.Fault{Kind: server.FaultDrop, Sticky: true})
+	h := ts.Inject(server.Match{StreamID: aid}, server.Fault{Kind: server.FaultDrop, Times: server.Unlimited})
 	pjson(t, b, 0, `{}`)
 	pwaitAck(t, b, 0)
 	pjson(t, a, 0, `{}`)

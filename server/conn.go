@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/zbstream/zbstream/internal/faults"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/record"
 )
@@ -119,8 +120,14 @@ func (c *conn) fencedErr() error {
 	return status.FromContextError(cause).Err()
 }
 
+// takeFault takes a fault due after the c.seq requests processed.
 func (c *conn) takeFault(kinds ...FaultKind) (Fault, bool) {
-	return c.s.faults.take(c.table, c.id, c.kind, c.seq, kinds...)
+	return c.s.takeFault(faults.At{Call: c.seq}, c.table, c.id, c.kind, kinds...)
+}
+
+// takeOpenFault takes a fault due at the open (After ignored).
+func (c *conn) takeOpenFault(kinds ...FaultKind) (Fault, bool) {
+	return c.s.takeFault(faults.At{Open: true}, c.table, c.id, c.kind, kinds...)
 }
 
 // serveStream runs one stream call: authenticate, send the response

@@ -1,109 +1,115 @@
 package server
 
 import (
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/zbstream/zbstream/internal/faults"
 )
 
-// FaultKind says what an injected fault does. "Request" below means an
-// ingest request (single record or batch) received on one connection; the
-// open message is not counted. A fault with After = N acts at the first
-// point where at least N ingest requests of the connection have been
-// processed (N = 0: right after the open response).
-type FaultKind int
+// FaultKind says what an injected fault does. It is the one vocabulary of
+// faults the in-memory transport (io/memtransport) shares: the same kind
+// has the same name and meaning in both, and a kind that provokes one
+// protocol violation of the client is named after that core.Violation.
+//
+// "Request" below means an ingest request (single record or batch)
+// received on one connection; the open message is not counted. A fault
+// with After = N acts at the first point where at least N ingest requests
+// of the connection have been processed (N = 0: right after the open
+// response, or at the next request of a connection already open). The
+// faults checked at the open (FailOpen and the open-response kinds) ignore
+// After.
+type FaultKind = faults.Kind
 
+// The kinds of faults the server implements. (HangOpen, DiscardThenDrop
+// and LoseAcks are the in-memory transport's only; Inject panics on them.)
 const (
 	// FaultFailOpen rejects the open (create or resume) with Code and
 	// Message before anything is created or changed. For a create,
 	// Match.StreamID cannot match (the id does not exist yet): match by
 	// table.
-	FaultFailOpen FaultKind = iota + 1
+	FaultFailOpen = faults.FailOpen
 	// FaultLoseOpenResponse performs the create or resume (a resume fences
 	// older connections) and then ends the call with Code (default
 	// UNAVAILABLE) instead of sending the open response: the lost create
 	// response that an idempotent create (client_request_id) recovers from.
-	FaultLoseOpenResponse
-	// FaultDrop ends the call with UNAVAILABLE once After requests have been
-	// committed and acknowledged; later requests are never processed.
-	FaultDrop
-	// FaultFail is FaultDrop with the given Code and Message.
-	FaultFail
-	// FaultCommitThenDrop commits everything through request After but sends
-	// no ack for it, then ends the call with UNAVAILABLE: the lost-ack race.
-	FaultCommitThenDrop
-	// FaultDelayAcks holds every ack back for Delay before sending it.
-	FaultDelayAcks
-	// FaultRepeatAcks sends every ack 1 + Repeat times (Repeat 0 means 1).
-	FaultRepeatAcks
-	// FaultCloseSignal sends close_stream_signal{Delay} after request After
-	// and ends the call (status OK) Delay later, as a session rotation does.
-	FaultCloseSignal
-	// FaultAckAbove replaces one ack by the highest offset received on the
-	// connection + 1: above anything the client sent.
-	FaultAckAbove
-	// FaultAckRegress replaces one ack by one below the previous ack (or
-	// below the true value when no ack was sent yet).
-	FaultAckRegress
-	// FaultAckMissing sends one ack without durability_ack_up_to_offset.
-	FaultAckMissing
+	FaultLoseOpenResponse = faults.LoseOpenResponse
+	// FaultOpenResponseKind answers a persistent create with a resume
+	// response and a resume with a create response; on an ephemeral stream
+	// the create is answered with an ingest_record_response{-1}
+	// (core.OpenResponseKind).
+	FaultOpenResponseKind = faults.OpenResponseKind
+	// FaultStreamIDMissing answers a create with a create response that
+	// has no stream_id (core.StreamIDMissing).
+	FaultStreamIDMissing = faults.StreamIDMissing
 	// FaultResumeWatermark answers a resume with last_committed_offset =
 	// Watermark instead of the true watermark (below what was acknowledged,
 	// above what was sent, math.MaxInt64...). The stream itself continues at
 	// its true watermark.
-	FaultResumeWatermark
-	// FaultResumeNoWatermark answers a resume without last_committed_offset.
-	FaultResumeNoWatermark
-	// FaultWrongOpenResponse answers a persistent create with a resume
-	// response and a resume with a create response; on an ephemeral stream
-	// the create is answered with an ingest_record_response{-1}.
-	FaultWrongOpenResponse
-	// FaultCreateWithoutID answers a create with a create response that has
-	// no stream_id.
-	FaultCreateWithoutID
+	FaultResumeWatermark = faults.ResumeWatermark
+	// FaultResumeWithoutWatermark answers a resume without
+	// last_committed_offset.
+	FaultResumeWithoutWatermark = faults.ResumeWithoutWatermark
+	// FaultDrop ends the call with Code and Message (defaults: UNAVAILABLE,
+	// "injected fault: connection dropped") once After requests have been
+	// committed and acknowledged; later requests are never processed.
+	FaultDrop = faults.Drop
+	// FaultCommitThenDrop commits everything through request After but sends
+	// no ack for it, then ends the call with Code (default UNAVAILABLE): the
+	// lost-ack race.
+	FaultCommitThenDrop = faults.CommitThenDrop
+	// FaultCloseSignal sends close_stream_signal{Delay} after request After
+	// and ends the call (status OK) Delay later, as a session rotation does.
+	FaultCloseSignal = faults.CloseSignal
+	// FaultDelayAcks holds one ack (per act) back for Delay before sending
+	// it.
+	FaultDelayAcks = faults.DelayAcks
+	// FaultRepeatAcks sends one ack (per act) 1 + Repeat times (Repeat 0
+	// means 1).
+	FaultRepeatAcks = faults.RepeatAcks
+	// FaultAckMissing sends one ack without durability_ack_up_to_offset
+	// (core.AckMissing).
+	FaultAckMissing = faults.AckMissing
+	// FaultAckBelowFloor replaces one ack by one below the previous ack (or
+	// below the true value when no ack was sent yet) (core.AckBelowFloor).
+	FaultAckBelowFloor = faults.AckBelowFloor
+	// FaultAckAboveSent replaces one ack by the highest offset received on
+	// the connection + Above (default 1): above anything the client sent
+	// (core.AckAboveSent).
+	FaultAckAboveSent = faults.AckAboveSent
 )
 
-var faultNames = map[FaultKind]string{
-	FaultFailOpen: "FailOpen", FaultLoseOpenResponse: "LoseOpenResponse", FaultDrop: "Drop",
-	FaultFail: "Fail", FaultCommitThenDrop: "CommitThenDrop", FaultDelayAcks: "DelayAcks",
-	FaultRepeatAcks: "RepeatAcks", FaultCloseSignal: "CloseSignal", FaultAckAbove: "AckAbove",
-	FaultAckRegress: "AckRegress", FaultAckMissing: "AckMissing",
-	FaultResumeWatermark: "ResumeWatermark", FaultResumeNoWatermark: "ResumeNoWatermark",
-	FaultWrongOpenResponse: "WrongOpenResponse", FaultCreateWithoutID: "CreateWithoutID",
-}
-
-func (k FaultKind) String() string {
-	if n, ok := faultNames[k]; ok {
-		return n
-	}
-	return "FaultKind(?)"
-}
+// Unlimited as Fault.Times makes a fault act until it is removed.
+const Unlimited = faults.Unlimited
 
 // Fault is one injected misbehaviour; see FaultKind for what each field
-// means for each kind.
+// means for each kind. The zero value of every field but Kind is a usable
+// default.
 type Fault struct {
 	Kind FaultKind
 	// After is the number of ingest requests of the connection after which
 	// the fault acts (see FaultKind).
 	After int
-	// Code and Message of the status for FaultFailOpen, FaultFail and
-	// FaultLoseOpenResponse (defaults: UNAVAILABLE, "injected fault").
+	// Times is how many times the fault acts before it is spent: on that
+	// many connections for the open and connection-ending kinds, on that
+	// many acks for the ack kinds. 0 means once; Unlimited, until removed.
+	Times int
+	// Code and Message of the status for FaultFailOpen, FaultDrop,
+	// FaultCommitThenDrop and FaultLoseOpenResponse (default code
+	// UNAVAILABLE, default message saying what the fault did).
 	Code    codes.Code
 	Message string
 	// Delay: ack delay (FaultDelayAcks) or close-signal duration
 	// (FaultCloseSignal).
 	Delay time.Duration
-	// Repeat: extra copies of each ack (FaultRepeatAcks).
+	// Repeat: extra copies of the ack (FaultRepeatAcks; 0 means 1).
 	Repeat int
+	// Above is how far above the highest offset received
+	// FaultAckAboveSent acks (default 1).
+	Above int64
 	// Watermark sent by FaultResumeWatermark.
 	Watermark int64
-	// Sticky faults act every time they apply until removed; others act
-	// once (on the first connection and point where they apply) and are
-	// then removed.
-	Sticky bool
 }
 
 // Match selects the connections a fault applies to. Empty fields match
@@ -122,78 +128,26 @@ func (m Match) matches(table, id string, kind StreamKind) bool {
 		(m.Kind == 0 || m.Kind == kind)
 }
 
-// FaultHandle is an injected fault.
-type FaultHandle struct {
-	reg     *faultRegistry
-	match   Match
-	fault   Fault
-	hits    int // guarded by reg.mu
-	removed bool
-	fired   chan struct{}
-}
+// FaultHandle is an injected fault. Remove disarms it (idempotent), Hits
+// reports how many times it acted, Fired is closed when it acts for the
+// first time, and Spent reports whether it acted its Times times or was
+// removed.
+type FaultHandle = faults.Handle
 
-// Remove stops the fault from acting again. It is idempotent.
-func (h *FaultHandle) Remove() {
-	h.reg.mu.Lock()
-	defer h.reg.mu.Unlock()
-	h.reg.removeLocked(h)
-}
+type faultRegistry = faults.Registry[Match, Fault]
 
-// Hits reports how many times the fault has acted.
-func (h *FaultHandle) Hits() int {
-	h.reg.mu.Lock()
-	defer h.reg.mu.Unlock()
-	return h.hits
-}
+func newFaultRegistry() *faultRegistry { return faults.NewRegistry[Match, Fault](faults.Server) }
 
-// Fired is closed when the fault acts for the first time.
-func (h *FaultHandle) Fired() <-chan struct{} { return h.fired }
-
-type faultRegistry struct {
-	mu     sync.Mutex
-	faults []*FaultHandle
-	n      atomic.Int32 // len(faults), read without the lock on hot paths
-}
-
-func (r *faultRegistry) add(m Match, f Fault) *FaultHandle {
-	h := &FaultHandle{reg: r, match: m, fault: f, fired: make(chan struct{})}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.faults = append(r.faults, h)
-	r.n.Store(int32(len(r.faults)))
-	return h
-}
-
-func (r *faultRegistry) removeLocked(h *FaultHandle) {
-	if h.removed {
-		return
-	}
-	h.removed = true
-	r.faults = slices.DeleteFunc(r.faults, func(x *FaultHandle) bool { return x == h })
-	r.n.Store(int32(len(r.faults)))
-}
-
-// take finds the first fault of one of kinds that applies to the
-// connection at a point where seq requests were processed, claims it (one
-// hit; a one-shot fault is removed) and returns it.
-func (r *faultRegistry) take(table, id string, kind StreamKind, seq int, kinds ...FaultKind) (Fault, bool) {
-	if r.n.Load() == 0 {
+// takeFault finds the first fault of one of kinds that applies to the
+// connection (of stream id of table) at point at, claims one act of it and
+// returns it.
+func (s *Server) takeFault(at faults.At, table, id string, kind StreamKind, kinds ...FaultKind) (Fault, bool) {
+	if !s.faults.Armed() {
 		return Fault{}, false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, h := range r.faults {
-		if !slices.Contains(kinds, h.fault.Kind) || seq < h.fault.After || !h.match.matches(table, id, kind) {
-			continue
-		}
-		h.hits++
-		if h.hits == 1 {
-			close(h.fired)
-		}
-		if !h.fault.Sticky {
-			r.removeLocked(h)
-		}
-		return h.fault, true
-	}
-	return Fault{}, false
+	return s.faults.Take(at, func(m Match) bool { return m.matches(table, id, kind) }, kinds...)
+}
+
+func (s *Server) addFault(m Match, f Fault) *FaultHandle {
+	return s.faults.Add(m, f, faults.Spec{Kind: f.Kind, After: f.After, Times: f.Times})
 }

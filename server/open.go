@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zbstream/zbstream/internal/faults"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/record"
 )
@@ -51,7 +52,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 		return err
 	}
 	c.table, c.schema = table, schema
-	if f, ok := c.takeFault(FaultFailOpen); ok {
+	if f, ok := c.takeOpenFault(FaultFailOpen); ok {
 		return faultStatus(f, codes.Unavailable, "injected fault: open failed")
 	}
 	id, err := newStreamID(c.kind)
@@ -86,18 +87,17 @@ func (c *conn) openCreate(m *clientMsg) error {
 	if err := c.attach(false); err != nil {
 		return err
 	}
-	kinds := []FaultKind{FaultLoseOpenResponse, FaultWrongOpenResponse, FaultCreateWithoutID}
-	f, ok := c.takeFault(kinds...)
+	f, ok := c.takeOpenFault(FaultLoseOpenResponse, FaultOpenResponseKind, FaultStreamIDMissing)
 	switch {
 	case !ok:
 		err = c.w.sendCreated(proto.String(c.id))
 	case f.Kind == FaultLoseOpenResponse:
 		return faultStatus(f, codes.Unavailable, "injected fault: connection dropped before the open response")
-	case f.Kind == FaultWrongOpenResponse && c.kind == KindPersistent:
+	case f.Kind == FaultOpenResponseKind && c.kind == KindPersistent:
 		err = c.w.sendResumed(watermarkPtr(c.watermark))
-	case f.Kind == FaultWrongOpenResponse:
+	case f.Kind == FaultOpenResponseKind:
 		err = c.w.sendResumed(proto.Int64(-1))
-	case f.Kind == FaultCreateWithoutID:
+	case f.Kind == FaultStreamIDMissing:
 		err = c.w.sendCreated(nil)
 	}
 	return err
@@ -128,7 +128,7 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 		return err
 	}
 	c.table = meta.Table
-	if f, ok := s.faults.take(meta.Table, id, c.kind, 0, FaultFailOpen); ok {
+	if f, ok := s.takeFault(faults.At{Open: true}, meta.Table, id, c.kind, FaultFailOpen); ok {
 		return faultStatus(f, codes.Unavailable, "injected fault: open failed")
 	}
 	if meta.Retired {
@@ -153,18 +153,17 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 	if err := c.attach(true); err != nil {
 		return err
 	}
-	kinds := []FaultKind{FaultLoseOpenResponse, FaultWrongOpenResponse, FaultResumeWatermark, FaultResumeNoWatermark}
-	f, ok := c.takeFault(kinds...)
+	f, ok := c.takeOpenFault(FaultLoseOpenResponse, FaultOpenResponseKind, FaultResumeWatermark, FaultResumeWithoutWatermark)
 	switch {
 	case !ok:
 		return c.w.sendResumed(watermarkPtr(c.watermark))
 	case f.Kind == FaultLoseOpenResponse:
 		return faultStatus(f, codes.Unavailable, "injected fault: connection dropped before the open response")
-	case f.Kind == FaultWrongOpenResponse:
+	case f.Kind == FaultOpenResponseKind:
 		return c.w.sendCreated(proto.String(id))
 	case f.Kind == FaultResumeWatermark:
 		return c.w.sendResumed(proto.Int64(f.Watermark))
-	default: // FaultResumeNoWatermark
+	default: // FaultResumeWithoutWatermark
 		return c.w.sendResumed(nil)
 	}
 }

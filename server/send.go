@@ -136,16 +136,13 @@ func (c *conn) ack() error {
 		}
 	}
 	m := outMsg{val: proto.Int64(v), plain: true}
-	if f, ok := c.takeFault(FaultAckAbove, FaultAckRegress, FaultAckMissing); ok {
+	if f, ok := c.takeFault(FaultAckAboveSent, FaultAckBelowFloor, FaultAckMissing); ok {
 		m.plain = false
 		switch f.Kind {
-		case FaultAckAbove:
-			if h := max(c.maxRecv.Load(), v); h < math.MaxInt64 {
-				m.val = proto.Int64(h + 1)
-			} else {
-				m.val = proto.Int64(math.MaxInt64)
-			}
-		case FaultAckRegress:
+		case FaultAckAboveSent:
+			h := max(c.maxRecv.Load(), v)
+			m.val = proto.Int64(h + min(max(f.Above, 1), math.MaxInt64-h)) // saturating
+		case FaultAckBelowFloor:
 			m.val = proto.Int64(min(c.lastAck, v) - 1)
 		case FaultAckMissing:
 			m.val = nil

@@ -120,7 +120,7 @@ type Server struct {
 	ownsStore bool
 	log       *slog.Logger
 	grpc      *grpc.Server
-	faults    faultRegistry
+	faults    *faultRegistry
 
 	streamsMu sync.Mutex
 	streams   map[string]*streamEntry // live or recently live streams
@@ -154,6 +154,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
+		faults:    newFaultRegistry(),
 		opts:      opts,
 		store:     opts.Store,
 		log:       opts.Logger,
@@ -295,8 +296,9 @@ func ListenAndServe(ctx context.Context, addr string, opts Options) error {
 }
 
 // Inject programs a fault for the connections that m selects; see Fault
-// and FaultKind. Remove the returned handle to disarm it.
-func (s *Server) Inject(m Match, f Fault) *FaultHandle { return s.faults.add(m, f) }
+// and FaultKind. Remove the returned handle to disarm it. It panics on a
+// kind the server does not implement (see FaultKind).
+func (s *Server) Inject(m Match, f Fault) *FaultHandle { return s.addFault(m, f) }
 
 // Streams lists every stored stream (table, kind, watermark, record
 // count...), ordered by id.

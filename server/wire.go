@@ -92,7 +92,7 @@ func (w ephemeralWire) sendCreated(id *string) error {
 }
 
 // sendResumed has no ephemeral counterpart: it is only used by
-// FaultWrongOpenResponse, which answers an ephemeral create with an ack.
+// FaultOpenResponseKind, which answers an ephemeral create with an ack.
 func (w ephemeralWire) sendResumed(watermark *int64) error { return w.sendAck(watermark) }
 
 func (w ephemeralWire) sendAck(upTo *int64) error {

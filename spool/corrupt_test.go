@@ -147,7 +147,7 @@ func TestCorruptSyncedEntryServerLacks(t *testing.T) {
 	if err := sp.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDrop, After: 0, Sticky: true})
+	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDrop, After: 0, Times: server.Unlimited})
 	for i := 2; i < 5; i++ {
 		if _, err := sp.IngestRecord(ctx, rec(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)

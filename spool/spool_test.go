@@ -94,7 +94,7 @@ func TestReopenResends(t *testing.T) {
 	if err := sp.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDrop, After: 0, Sticky: true})
+	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDrop, After: 0, Times: server.Unlimited})
 	for i := range 5 {
 		if _, err := sp.IngestRecord(ctx, rec(fmt.Sprint("b", i))); err != nil {
 			t.Fatal(err)
@@ -263,7 +263,7 @@ func TestBackpressure(t *testing.T) {
 	const maxBytes = 64 << 10
 	sp := openSpool(t, c, t.TempDir(), ts.Table, func(o *spool.Options) { o.MaxBytes, o.SegmentBytes = maxBytes, 8<<10 })
 	id := sp.StreamID()
-	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDelayAcks, Delay: 400 * time.Millisecond, Sticky: true})
+	h := ts.Inject(server.Match{StreamID: id}, server.Fault{Kind: server.FaultDelayAcks, Delay: 400 * time.Millisecond, Times: server.Unlimited})
 	ctx := context.Background()
 	big := make([]byte, 2000)
 	for i := range big {

@@ -58,7 +58,7 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	}
 	defer stop()
 	if cfg.ackDelay > 0 {
-		srv.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: cfg.ackDelay, Sticky: true})
+		srv.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: cfg.ackDelay, Times: server.Unlimited})
 	}
 	exe, err := os.Executable()
 	if err != nil {

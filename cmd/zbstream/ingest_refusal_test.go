@@ -21,7 +21,7 @@ import (
 // change before the refused call is refused.
 func TestIngestRefusedCall(t *testing.T) {
 	ts := servertest.Start(t)
-	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFail, After: 5, Code: codes.InvalidArgument, Message: "record 3 of the batch: column seq out of range"})
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 5, Code: codes.InvalidArgument, Message: "record 3 of the batch: column seq out of range"})
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
@@ -95,7 +95,7 @@ func TestIngestRefusedCall(t *testing.T) {
 // records (PERMISSION_DENIED) keeps its own exit code and advice.
 func TestIngestRefusedFirstCall(t *testing.T) {
 	ts := servertest.Start(t)
-	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFail, After: 0, Code: codes.InvalidArgument, Message: "bad"})
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 0, Code: codes.InvalidArgument, Message: "bad"})
 	dir := t.TempDir()
 	file := ingestWriteLines(t, dir, "events.jsonl", 30)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
@@ -109,7 +109,7 @@ func TestIngestRefusedFirstCall(t *testing.T) {
 	}
 	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 25)
 
-	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFail, After: 1, Code: codes.PermissionDenied, Message: "grant revoked"})
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 1, Code: codes.PermissionDenied, Message: "grant revoked"})
 	other := ingestWriteLines(t, dir, "other.jsonl", 30)
 	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", other)...)
 	if code != exitAuth || !strings.Contains(errOut, "refused call 1 of 3 for good") || !strings.Contains(errOut, "once the cause is fixed, run the same command again") {
@@ -128,7 +128,7 @@ func TestIngestRefusedFirstCall(t *testing.T) {
 // past the pin, the file may not change again.
 func TestIngestRefusedCut(t *testing.T) {
 	ts := servertest.Start(t)
-	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFail, After: 2, Code: codes.InvalidArgument, Message: "pad too long"})
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument, Message: "pad too long"})
 	dir := t.TempDir()
 	big := `{"seq":4,"pad":"xxxxxxxxxxxxxxxxxx"}`
 	// Batches of at most 40 bytes as sent (a small record takes 11):

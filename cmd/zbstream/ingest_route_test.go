@@ -212,7 +212,7 @@ func TestIngestRoutedFlags(t *testing.T) {
 func TestIngestRoutedFailedTable(t *testing.T) {
 	ts, args := ingestRoutedServer(t)
 	file, want := ingestWriteRouted(t, t.TempDir(), 600, 6)
-	h := ts.Inject(server.Match{Table: ingestRoutedTable(2)}, server.Fault{Kind: server.FaultFail, After: 3, Code: codes.OutOfRange, Message: "refused"})
+	h := ts.Inject(server.Match{Table: ingestRoutedTable(2)}, server.Fault{Kind: server.FaultDrop, After: 3, Code: codes.OutOfRange, Message: "refused"})
 	args = append(args, "-max-open-streams", "6", "-batch-size", "5", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
 	if code != exitFailure || !strings.Contains(errOut, "1 table failed") || !strings.Contains(errOut, ingestRoutedTable(2)) || !strings.Contains(errOut, "OUT_OF_RANGE") {

@@ -178,7 +178,7 @@ func TestAckedOnlyWhenDurable(t *testing.T) {
 
 	// An ack above anything sent is a protocol violation: the stream
 	// fails for good, with the call in flight.
-	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultAckAbove})
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultAckAboveSent})
 	err := produce(testCtx(t), batch(`{"a":3}`, `{"a":4}`))
 	if err == nil || !strings.Contains(err.Error(), "protocol violation") {
 		t.Fatalf("batch on a failing stream: %v, want the stream's error", err)

@@ -18,8 +18,8 @@ import (
 func TestConcurrentSendRecvAbort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{QueueSize: 8})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 10, Delay: time.Millisecond, Count: memtransport.Unlimited})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 10, Delay: time.Millisecond, Times: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Times: memtransport.Unlimited})
 		c, _ := openStream(t, srv, persistent)
 		var wg sync.WaitGroup
 		wg.Go(func() {

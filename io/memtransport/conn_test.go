@@ -152,7 +152,7 @@ func TestCompletedConnectionLeavesNothing(t *testing.T) {
 func TestBlockedSendLetsVirtualTimeRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{QueueSize: 1})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Times: memtransport.Unlimited})
 		c, _ := openStream(t, srv, ephemeral)
 		time.AfterFunc(time.Minute, c.Abort)
 		start := time.Now()

@@ -182,11 +182,11 @@ func (r *machineRun) ingestAndClose(n int) {
 func TestCorePersistentExactlyOnceThroughFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 3})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2, Count: 2})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: 5})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Count: 5})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 4, StreamKind: core.Persistent})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2, Times: 2})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Times: 5})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Second, Times: 5})
+		srv.Inject(memtransport.Match{Kind: core.Persistent}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 4})
 		r := newMachineRun(t, srv.Transport(), core.Persistent)
 		r.ingestAndClose(20)
 		if err := r.m.Err(); err != nil || r.m.State() != fsm.Closed {
@@ -215,9 +215,9 @@ func TestCorePersistentExactlyOnceThroughFaults(t *testing.T) {
 func TestCoreEphemeralAtLeastOnceThroughFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 3})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2, Delay: time.Second})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnavailable})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 3})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 2, Delay: time.Second})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnavailable})
 		r := newMachineRun(t, srv.Transport(), core.Ephemeral)
 		r.ingestAndClose(10)
 		if err := r.m.Err(); err != nil || r.m.State() != fsm.Closed {
@@ -242,16 +242,16 @@ func TestCoreRejectsHostileServer(t *testing.T) {
 		f    memtransport.Fault
 		rule core.Violation
 	}{
-		{memtransport.Fault{Kind: memtransport.FaultAckAbove, After: 2, Above: 10}, core.AckAboveSent},
+		{memtransport.Fault{Kind: memtransport.FaultAckAboveSent, After: 2, Above: 10}, core.AckAboveSent},
 		{memtransport.Fault{Kind: memtransport.FaultAckBelowFloor, After: 2}, core.AckBelowFloor},
-		{memtransport.Fault{Kind: memtransport.FaultAckWithoutOffset}, core.AckMissing},
-		{memtransport.Fault{Kind: memtransport.FaultCreateWithoutID}, core.StreamIDMissing},
-		{memtransport.Fault{Kind: memtransport.FaultWrongOpenResponse}, core.OpenResponseKind},
+		{memtransport.Fault{Kind: memtransport.FaultAckMissing}, core.AckMissing},
+		{memtransport.Fault{Kind: memtransport.FaultStreamIDMissing}, core.StreamIDMissing},
+		{memtransport.Fault{Kind: memtransport.FaultOpenResponseKind}, core.OpenResponseKind},
 	} {
 		t.Run(tc.f.Kind.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := memtransport.NewServer(memtransport.Options{})
-				srv.Inject(tc.f)
+				srv.Inject(memtransport.Match{}, tc.f)
 				r := newMachineRun(t, srv.Transport(), core.Persistent)
 				r.ingestAndClose(3)
 				var pe *core.ProtocolError
@@ -275,8 +275,8 @@ func TestCoreRejectsHostileResumeWatermark(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				srv := memtransport.NewServer(memtransport.Options{})
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultDrop, After: 3, Store: true})
-				srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: tc.watermark})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDrop, After: 3})
+				srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: tc.watermark})
 				r := newMachineRun(t, srv.Transport(), core.Persistent)
 				r.lockstep = true
 				r.ingestAndClose(5)

@@ -7,7 +7,7 @@
 //
 //	srv := memtransport.NewServer(memtransport.Options{})
 //	tr := srv.Transport() // a streamio.Transport
-//	h := srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
+//	h := srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
 //	// ... run a stream over tr ...
 //	<-h.Fired()
 //	batches := srv.Batches(streamID)

@@ -18,7 +18,7 @@ func Example() {
 	ctx := context.Background()
 
 	// The second call is stored, but the connection drops before its ack.
-	lost := srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
+	lost := srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 2})
 
 	conn, _ := tr.Open(ctx, streamio.OpenRequest{Kind: core.Persistent, RecordType: core.RecordJSON, RequestID: "req-1"})
 	created, _ := conn.Recv()

@@ -18,16 +18,16 @@ func TestFaultDrop(t *testing.T) {
 		code   core.Code
 		stored int64 // watermark after
 	}{
-		{"at open", memtransport.Fault{Kind: memtransport.FaultDrop}, nil, core.CodeUnavailable, -1},
-		{"third lost", memtransport.Fault{Kind: memtransport.FaultDrop, After: 3}, []int64{0, 1}, core.CodeUnavailable, 1},
-		{"third stored", memtransport.Fault{Kind: memtransport.FaultDrop, After: 3, Store: true}, []int64{0, 1, 2}, core.CodeUnavailable, 2},
-		{"with a code", memtransport.Fault{Kind: memtransport.FaultDrop, After: 1, Code: core.CodeInternal}, nil, core.CodeInternal, -1},
+		{"at open", memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop}, nil, core.CodeUnavailable, -1},
+		{"third lost", memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 3}, []int64{0, 1}, core.CodeUnavailable, 1},
+		{"third stored", memtransport.Fault{Kind: memtransport.FaultDrop, After: 3}, []int64{0, 1, 2}, core.CodeUnavailable, 2},
+		{"with a code", memtransport.Fault{Kind: memtransport.FaultDiscardThenDrop, After: 1, Code: core.CodeInternal}, nil, core.CodeInternal, -1},
 		{"commit then drop", memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 3}, []int64{0, 1}, core.CodeUnavailable, 2},
 	} {
 		for _, req := range []streamioOpenRequest{ephemeral, persistent} {
 			t.Run(tc.name+"/"+req.Kind.String(), func(t *testing.T) {
 				srv := memtransport.NewServer(memtransport.Options{})
-				h := srv.Inject(tc.f)
+				h := srv.Inject(memtransport.Match{}, tc.f)
 				c, r := openStream(t, srv, req)
 				for i := range int64(4) {
 					if err := c.Send(streamCall(i)); err != nil && h.Hits() == 0 {
@@ -47,7 +47,7 @@ func TestFaultDrop(t *testing.T) {
 
 func TestFaultCommitThenDropIsReconciledOnResume(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 1})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCommitThenDrop, After: 1})
 	c, r := openStream(t, srv, persistent)
 	send(t, c, 0, "a")
 	wantEnd(t, c, core.CodeUnavailable)
@@ -64,7 +64,7 @@ func TestFaultCommitThenDropIsReconciledOnResume(t *testing.T) {
 
 func TestFaultLoseAcks(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	h := srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2, Count: 2})
+	h := srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseAcks, After: 2, Times: 2})
 	c, r := openStream(t, srv, persistent)
 	for i := range int64(4) {
 		send(t, c, i, "x")
@@ -80,7 +80,7 @@ func TestFaultLoseAcks(t *testing.T) {
 
 func TestFaultRepeatAcks(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Count: 2})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultRepeatAcks, Times: 2})
 	c, _ := openStream(t, srv, ephemeral)
 	for i := range int64(3) {
 		send(t, c, i, "x")
@@ -93,9 +93,9 @@ func TestFaultHostileAcks(t *testing.T) {
 		kind memtransport.FaultKind
 		want core.Response
 	}{
-		{memtransport.FaultAckAbove, core.Response{Kind: core.RespAck, Offset: 3, HasOffset: true}},
+		{memtransport.FaultAckAboveSent, core.Response{Kind: core.RespAck, Offset: 3, HasOffset: true}},
 		{memtransport.FaultAckBelowFloor, core.Response{Kind: core.RespAck, Offset: 0, HasOffset: true}},
-		{memtransport.FaultAckWithoutOffset, core.Response{Kind: core.RespAck}},
+		{memtransport.FaultAckMissing, core.Response{Kind: core.RespAck}},
 	} {
 		t.Run(tc.kind.String(), func(t *testing.T) {
 			srv := memtransport.NewServer(memtransport.Options{})
@@ -103,7 +103,7 @@ func TestFaultHostileAcks(t *testing.T) {
 			send(t, c, 0, "a")
 			send(t, c, 1, "b")
 			wantAcks(t, c, 0, 1)
-			srv.Inject(memtransport.Fault{Kind: tc.kind})
+			srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: tc.kind})
 			send(t, c, 2, "c")
 			if got := recv(t, c); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
@@ -116,7 +116,7 @@ func TestFaultHostileAcks(t *testing.T) {
 
 func TestFaultAckBelowFloorOnFreshConnection(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckBelowFloor})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultAckBelowFloor})
 	c, _ := openStream(t, srv, ephemeral)
 	send(t, c, 0, "a")
 	if r := recv(t, c); r.Offset >= -1 {
@@ -127,7 +127,7 @@ func TestFaultAckBelowFloorOnFreshConnection(t *testing.T) {
 func TestFaultDelayAcks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: time.Second, Count: 2})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, After: 2, Delay: time.Second, Times: 2})
 		c, _ := openStream(t, srv, persistent)
 		start := time.Now()
 		for i := range int64(4) {
@@ -156,7 +156,7 @@ func TestFaultDelayAcks(t *testing.T) {
 func TestFaultDelayAcksStoppedByAbort(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Hour, Count: memtransport.Unlimited})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: time.Hour, Times: memtransport.Unlimited})
 		c, _ := openStream(t, srv, ephemeral)
 		send(t, c, 0, "x")
 		send(t, c, 1, "x")
@@ -168,7 +168,7 @@ func TestFaultDelayAcksStoppedByAbort(t *testing.T) {
 func TestFaultCloseSignalEphemeralGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 1, Delay: 10 * time.Second})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, After: 1, Delay: 10 * time.Second})
 		c, _ := openStream(t, srv, ephemeral)
 		start := time.Now()
 		send(t, c, 0, "a")
@@ -200,7 +200,7 @@ func TestFaultCloseSignalEndsAtOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := memtransport.NewServer(memtransport.Options{})
-			srv.Inject(tc.f)
+			srv.Inject(memtransport.Match{}, tc.f)
 			c, _ := openStream(t, srv, tc.req) // After 0: right after the open
 			if got := recv(t, c); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
@@ -213,7 +213,7 @@ func TestFaultCloseSignalEndsAtOnce(t *testing.T) {
 func TestFaultCloseSignalGraceEndsEarlyOnCloseSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultCloseSignal, Delay: time.Hour})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultCloseSignal, Delay: time.Hour})
 		c, _ := openStream(t, srv, ephemeral)
 		recv(t, c)
 		if err := c.CloseSend(); err != nil {
@@ -223,10 +223,10 @@ func TestFaultCloseSignalGraceEndsEarlyOnCloseSend(t *testing.T) {
 	})
 }
 
-func TestFaultAckAboveDistance(t *testing.T) {
+func TestFaultAckAboveSentDistance(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: 100})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckAbove, Above: math.MaxInt64})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultAckAboveSent, Above: 100})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultAckAboveSent, Above: math.MaxInt64})
 	c, _ := openStream(t, srv, ephemeral)
 	send(t, c, 0, "a")
 	send(t, c, 1, "b")

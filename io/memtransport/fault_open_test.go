@@ -13,7 +13,7 @@ import (
 func TestFaultFailOpen(t *testing.T) {
 	for _, code := range []core.Code{0, core.CodeUnauthenticated, core.CodeNotFound} {
 		srv := memtransport.NewServer(memtransport.Options{})
-		h := srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: code, Count: 2})
+		h := srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: code, Times: 2})
 		want := code
 		if want == 0 {
 			want = core.CodeUnavailable
@@ -35,7 +35,7 @@ func TestFaultFailOpen(t *testing.T) {
 
 func TestFaultFailOpenAtOpen(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnauthenticated, AtOpen: true})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultFailOpen, Code: core.CodeUnauthenticated, AtOpen: true})
 	c, err := srv.Transport().Open(context.Background(), ephemeral)
 	if c != nil {
 		t.Fatal("Open returned a connection with its error")
@@ -47,7 +47,7 @@ func TestFaultFailOpenMatchesStream(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
 	_, r1 := openStream(t, srv, persistent)
 	_, r2 := openStream(t, srv, persistent)
-	h := srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, StreamID: r2.StreamID})
+	h := srv.Inject(memtransport.Match{StreamID: r2.StreamID}, memtransport.Fault{Kind: memtransport.FaultFailOpen})
 	openStream(t, srv, persistent)            // a create: no id to match
 	openStream(t, srv, resumeOf(r1.StreamID)) // another stream
 	select {
@@ -58,7 +58,7 @@ func TestFaultFailOpenMatchesStream(t *testing.T) {
 	wantEnd(t, open(t, srv, resumeOf(r2.StreamID)), core.CodeUnavailable)
 	<-h.Fired()
 
-	h = srv.Inject(memtransport.Fault{Kind: memtransport.FaultFailOpen, StreamKind: core.Ephemeral, Count: memtransport.Unlimited})
+	h = srv.Inject(memtransport.Match{Kind: core.Ephemeral}, memtransport.Fault{Kind: memtransport.FaultFailOpen, Times: memtransport.Unlimited})
 	openStream(t, srv, persistent)
 	for range 3 {
 		wantEnd(t, open(t, srv, ephemeral), core.CodeUnavailable)
@@ -74,7 +74,7 @@ func TestFaultFailOpenMatchesStream(t *testing.T) {
 func TestFaultHangOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memtransport.NewServer(memtransport.Options{})
-		srv.Inject(memtransport.Fault{Kind: memtransport.FaultHangOpen})
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultHangOpen})
 		c := open(t, srv, persistent)
 		if err := c.Send(streamCall(0)); err != nil { // discarded
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestFaultHangOpen(t *testing.T) {
 
 func TestFaultLoseOpenResponse(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultLoseOpenResponse})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultLoseOpenResponse})
 	wantEnd(t, open(t, srv, createWith("r")), core.CodeUnavailable)
 	_, r := openStream(t, srv, createWith("r"))
 	if ss := srv.Streams(); len(ss) != 1 || ss[0].ID != r.StreamID {
@@ -128,17 +128,17 @@ func TestFaultHostileOpenResponses(t *testing.T) {
 			resumeOf(id), core.Response{Kind: core.RespResume, Offset: math.MaxInt64, HasOffset: true}},
 		{"no watermark", memtransport.Fault{Kind: memtransport.FaultResumeWithoutWatermark},
 			resumeOf(id), core.Response{Kind: core.RespResume}},
-		{"create without id", memtransport.Fault{Kind: memtransport.FaultCreateWithoutID},
+		{"create without id", memtransport.Fault{Kind: memtransport.FaultStreamIDMissing},
 			persistent, core.Response{Kind: core.RespCreate}},
-		{"resume answered by create", memtransport.Fault{Kind: memtransport.FaultWrongOpenResponse},
+		{"resume answered by create", memtransport.Fault{Kind: memtransport.FaultOpenResponseKind},
 			resumeOf(id), core.Response{Kind: core.RespCreate, StreamID: id, HasStreamID: true}},
-		{"persistent create answered by resume", memtransport.Fault{Kind: memtransport.FaultWrongOpenResponse},
+		{"persistent create answered by resume", memtransport.Fault{Kind: memtransport.FaultOpenResponseKind},
 			persistent, core.Response{Kind: core.RespResume, Offset: -1, HasOffset: true}},
-		{"ephemeral create answered by ack", memtransport.Fault{Kind: memtransport.FaultWrongOpenResponse},
+		{"ephemeral create answered by ack", memtransport.Fault{Kind: memtransport.FaultOpenResponseKind},
 			ephemeral, core.Response{Kind: core.RespAck, Offset: -1, HasOffset: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv.Inject(tc.f)
+			srv.Inject(memtransport.Match{}, tc.f)
 			c := open(t, srv, tc.req)
 			if got := recv(t, c); got != tc.want {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
@@ -157,7 +157,7 @@ func TestFaultHostileOpenResponses(t *testing.T) {
 
 func TestFaultResumeWatermarkIgnoresCreates(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
-	h := srv.Inject(memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: 5})
+	h := srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultResumeWatermark, Watermark: 5})
 	_, r := openStream(t, srv, persistent)
 	if h.Hits() != 0 {
 		t.Fatal("a resume fault acted on a create")

@@ -28,7 +28,7 @@ func TestMergeAcks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultAckBelowFloor})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultAckBelowFloor})
 	if err := c.Send(streamio.Call{Wire: 5, Record: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}

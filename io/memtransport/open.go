@@ -18,15 +18,15 @@ func (s *Server) open(ctx context.Context, req streamio.OpenRequest) (streamio.C
 	if req.Resume {
 		at.stream = req.StreamID
 	}
-	if f, ok := s.faults.take(at, FaultFailOpen); ok && f.AtOpen {
-		return nil, connError(f.code(), "injected fault: open failed")
+	if f, ok := s.takeFault(at, FaultFailOpen); ok && f.AtOpen {
+		return nil, f.status("injected fault: open failed")
 	} else if ok {
 		c := s.newConn(ctx, req.Kind)
-		c.finish(connError(f.code(), "injected fault: open refused"))
+		c.finish(f.status("injected fault: open refused"))
 		return c, nil
 	}
 	c := s.newConn(ctx, req.Kind)
-	if _, ok := s.faults.take(at, FaultHangOpen); ok {
+	if _, ok := s.takeFault(at, FaultHangOpen); ok {
 		c.hung = true
 		return c, nil
 	}
@@ -39,13 +39,13 @@ func (s *Server) open(ctx context.Context, req streamio.OpenRequest) (streamio.C
 	var f Fault
 	var ok bool
 	if req.Resume {
-		f, ok = s.faults.take(at, FaultLoseOpenResponse, FaultWrongOpenResponse, FaultResumeWatermark, FaultResumeWithoutWatermark)
+		f, ok = s.takeFault(at, FaultLoseOpenResponse, FaultOpenResponseKind, FaultResumeWatermark, FaultResumeWithoutWatermark)
 	} else {
-		f, ok = s.faults.take(at, FaultLoseOpenResponse, FaultWrongOpenResponse, FaultCreateWithoutID)
+		f, ok = s.takeFault(at, FaultLoseOpenResponse, FaultOpenResponseKind, FaultStreamIDMissing)
 	}
 	if ok {
 		if f.Kind == FaultLoseOpenResponse {
-			c.finish(connError(f.code(), "injected fault: connection dropped before the open response"))
+			c.finish(f.status("injected fault: connection dropped before the open response"))
 			return c, nil
 		}
 		resp = hostileOpen(f, req, resp)
@@ -85,17 +85,17 @@ func (s *Server) handshake(c *conn, req streamio.OpenRequest) (core.Response, er
 // resp.
 func hostileOpen(f Fault, req streamio.OpenRequest, resp core.Response) core.Response {
 	switch {
-	case f.Kind == FaultCreateWithoutID && !req.Resume:
+	case f.Kind == FaultStreamIDMissing && !req.Resume:
 		return core.Response{Kind: core.RespCreate}
 	case f.Kind == FaultResumeWatermark && req.Resume:
 		return core.Response{Kind: core.RespResume, Offset: f.Watermark, HasOffset: true}
 	case f.Kind == FaultResumeWithoutWatermark && req.Resume:
 		return core.Response{Kind: core.RespResume}
-	case f.Kind == FaultWrongOpenResponse && req.Resume:
+	case f.Kind == FaultOpenResponseKind && req.Resume:
 		return core.Response{Kind: core.RespCreate, StreamID: req.StreamID, HasStreamID: true}
-	case f.Kind == FaultWrongOpenResponse && req.Kind == core.Persistent:
+	case f.Kind == FaultOpenResponseKind && req.Kind == core.Persistent:
 		return core.Response{Kind: core.RespResume, Offset: core.NoOffset, HasOffset: true}
-	case f.Kind == FaultWrongOpenResponse:
+	case f.Kind == FaultOpenResponseKind:
 		return core.Response{Kind: core.RespAck, Offset: core.NoOffset, HasOffset: true}
 	}
 	return resp

@@ -121,7 +121,7 @@ func TestDropConnections(t *testing.T) {
 	srv := memtransport.NewServer(memtransport.Options{})
 	ce, _ := openStream(t, srv, ephemeral)
 	cp, rp := openStream(t, srv, persistent)
-	srv.Inject(memtransport.Fault{Kind: memtransport.FaultHangOpen})
+	srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultHangOpen})
 	ch := open(t, srv, persistent)
 	ended, _ := openStream(t, srv, ephemeral)
 	ended.Abort()

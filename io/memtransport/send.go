@@ -30,11 +30,11 @@ func (c *conn) Send(call streamio.Call) error {
 	c.calls++
 	var f Fault
 	var hit bool
-	if c.srv.faults.n.Load() != 0 {
+	if c.srv.faults.Armed() {
 		f, hit = c.takePoint()
 	}
-	if hit && f.Kind == FaultDrop && !f.Store {
-		c.end(connError(f.code(), "injected fault: connection dropped"))
+	if hit && f.Kind == FaultDiscardThenDrop {
+		c.end(f.status("injected fault: connection dropped"))
 		return nil
 	}
 	ack, err := c.apply(call)
@@ -43,7 +43,7 @@ func (c *conn) Send(call streamio.Call) error {
 		return nil
 	}
 	if hit && f.Kind == FaultCommitThenDrop {
-		c.end(connError(f.code(), "injected fault: connection dropped after commit, before ack"))
+		c.end(f.status("injected fault: connection dropped after commit, before ack"))
 		return nil
 	}
 	c.ack(ack)
@@ -64,9 +64,9 @@ func (c *conn) point() point { return point{kind: c.kind, stream: c.st.id, call:
 // point.
 func (c *conn) takePoint() (Fault, bool) {
 	if c.closing {
-		return c.srv.faults.take(c.point(), FaultDrop, FaultCommitThenDrop)
+		return c.srv.takeFault(c.point(), FaultDrop, FaultDiscardThenDrop, FaultCommitThenDrop)
 	}
-	return c.srv.faults.take(c.point(), FaultDrop, FaultCommitThenDrop, FaultCloseSignal)
+	return c.srv.takeFault(c.point(), FaultDrop, FaultDiscardThenDrop, FaultCommitThenDrop, FaultCloseSignal)
 }
 
 // atPoint acts on the faults due right after the open response.
@@ -83,7 +83,7 @@ func (c *conn) act(f Fault) {
 		c.closeSignal(f)
 		return
 	}
-	c.end(connError(f.code(), "injected fault: connection dropped"))
+	c.end(f.status("injected fault: connection dropped"))
 }
 
 // closeSignal sends RespCloseSignal and ends the call: after the grace on
@@ -155,33 +155,35 @@ func copyBatch(off int64, call streamio.Call) Batch {
 // ack sends the cumulative ack v, through the ack faults.
 func (c *conn) ack(v int64) {
 	r := core.Response{Kind: core.RespAck, Offset: v, HasOffset: true}
-	if c.srv.faults.n.Load() == 0 {
+	if !c.srv.faults.Armed() {
 		c.lastAck = v
 		c.out(r, 0)
 		return
 	}
-	p, reg := c.point(), &c.srv.faults
-	if _, ok := reg.take(p, FaultLoseAcks); ok {
+	p, srv := c.point(), c.srv
+	if _, ok := srv.takeFault(p, FaultLoseAcks); ok {
 		return
 	}
-	if f, ok := reg.take(p, FaultAckAbove, FaultAckBelowFloor, FaultAckWithoutOffset); ok {
+	if f, ok := srv.takeFault(p, FaultAckAboveSent, FaultAckBelowFloor, FaultAckMissing); ok {
 		switch f.Kind {
-		case FaultAckAbove:
+		case FaultAckAboveSent:
 			r.Offset = max(c.maxRecv, v)
 			r.Offset += min(max(f.Above, 1), math.MaxInt64-r.Offset) // saturating
 		case FaultAckBelowFloor:
 			r.Offset = min(c.lastAck, v) - 1
-		default: // FaultAckWithoutOffset
+		default: // FaultAckMissing
 			r.Offset, r.HasOffset = 0, false
 		}
 	}
 	c.lastAck = v
 	var delay time.Duration
-	if f, ok := reg.take(p, FaultDelayAcks); ok {
+	if f, ok := srv.takeFault(p, FaultDelayAcks); ok {
 		delay = f.Delay
 	}
 	c.out(r, delay)
-	if _, ok := reg.take(p, FaultRepeatAcks); ok {
-		c.out(r, delay)
+	if f, ok := srv.takeFault(p, FaultRepeatAcks); ok {
+		for range max(f.Repeat, 1) {
+			c.out(r, delay)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/internal/faults"
 )
 
 // DefaultQueueSize is the capacity of a connection's response queue when
@@ -44,7 +45,7 @@ type Options struct {
 // connection.
 type Server struct {
 	opts   Options
-	faults faultRegistry
+	faults *faultRegistry
 	stats  counters
 
 	mu        sync.Mutex
@@ -61,14 +62,16 @@ func NewServer(opts Options) *Server {
 		opts.QueueSize = DefaultQueueSize
 	}
 	return &Server{opts: opts, streams: map[string]*stream{}, byRequest: map[string]*stream{},
-		live: map[*conn]struct{}{}}
+		live: map[*conn]struct{}{}, faults: faults.NewRegistry[Match, Fault](faults.Memory)}
 }
 
-// Inject arms a fault; see FaultKind for what each kind does. It acts on
-// the next connections or calls it matches, including those of
-// connections already open, until it has acted Count times or is removed
-// through the returned handle.
-func (s *Server) Inject(f Fault) *FaultHandle { return s.faults.add(f) }
+// Inject arms a fault for the connections m selects; see FaultKind for
+// what each kind does. It acts on the next connections or calls it
+// matches, including those of connections already open, until it has
+// acted Times times or is removed through the returned handle.
+func (s *Server) Inject(m Match, f Fault) *FaultHandle {
+	return s.faults.Add(m, f, faults.Spec{Kind: f.Kind, After: f.After, Times: f.Times})
+}
 
 // DropConnections ends every live connection at once with code (default
 // CodeUnavailable), as a server restart would: responses not queued yet
