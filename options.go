@@ -212,9 +212,30 @@ func WithMaxCallBytes(n int64) StreamOption {
 	return func(o *streamOptions) error { o.cfg.MaxCallBytes = n; return nil }
 }
 
-// WithTimeouts sets the open attempt timeout (default 15 s), the
-// lack-of-ack timeout (60 s) and the close timeout (5 min). Zero keeps a
-// default.
+// WithOpenTimeout bounds each open attempt (default 15 s). It must be
+// positive (a *ConfigError otherwise), as must every timeout below.
+func WithOpenTimeout(d time.Duration) StreamOption {
+	return func(o *streamOptions) error { o.cfg.OpenTimeout = d; return nil }
+}
+
+// WithAckTimeout is the lack-of-ack timeout (default 60 s): records in
+// flight with no ack progress for this long is a retryable failure of the
+// connection.
+func WithAckTimeout(d time.Duration) StreamOption {
+	return func(o *streamOptions) error { o.cfg.AckTimeout = d; return nil }
+}
+
+// WithCloseTimeout bounds how long Close waits for accepted records to
+// become durable (default 5 min).
+func WithCloseTimeout(d time.Duration) StreamOption {
+	return func(o *streamOptions) error { o.cfg.CloseTimeout = d; return nil }
+}
+
+// WithTimeouts sets the open attempt timeout, the lack-of-ack timeout and
+// the close timeout. Zero keeps a default.
+//
+// Deprecated: use WithOpenTimeout, WithAckTimeout and WithCloseTimeout,
+// whose arguments cannot be swapped. It goes in the next release.
 func WithTimeouts(open, ack, close time.Duration) StreamOption {
 	return func(o *streamOptions) error {
 		for _, t := range []struct {
@@ -240,20 +261,46 @@ func WithMaxGrace(d time.Duration) StreamOption {
 	return func(o *streamOptions) error { o.cfg.MaxGrace = d; return nil }
 }
 
-// WithRecovery sets how many reconnects one recovery episode may make
-// without durable progress (default 4) and the backoff before each:
-// exponential from initial to max (defaults 500 ms and 30 s), with full
-// jitter. A zero initial or max keeps its default.
-func WithRecovery(retries int, initial, max time.Duration) StreamOption {
+// WithRetries sets how many reconnects one recovery episode may make
+// without durable progress (default 4; 0: none, a failure ends the
+// stream unless it was a server rotation).
+func WithRetries(n int) StreamOption {
+	return func(o *streamOptions) error { o.cfg.Retries = n; return nil }
+}
+
+// Backoff shapes the delay before each reconnect attempt: exponential from
+// Initial to Max by Multiplier, with full jitter (a random delay up to
+// that).
+type Backoff = core.Backoff
+
+// WithBackoff sets the backoff before each reconnect attempt (defaults:
+// Initial 500 ms, Max 30 s, Multiplier 2); a zero field keeps its default.
+func WithBackoff(b Backoff) StreamOption {
 	return func(o *streamOptions) error {
-		o.cfg.Retries = retries
-		if initial != 0 {
-			o.cfg.Backoff.Initial = initial
+		if b.Initial != 0 {
+			o.cfg.Backoff.Initial = b.Initial
 		}
-		if max != 0 {
-			o.cfg.Backoff.Max = max
+		if b.Max != 0 {
+			o.cfg.Backoff.Max = b.Max
+		}
+		if b.Multiplier != 0 {
+			o.cfg.Backoff.Multiplier = b.Multiplier
 		}
 		return nil
+	}
+}
+
+// WithRecovery sets the retries of a recovery episode and the backoff's
+// initial and maximum delays. A zero initial or max keeps its default.
+//
+// Deprecated: use WithRetries and WithBackoff, whose arguments cannot be
+// swapped. It goes in the next release.
+func WithRecovery(retries int, initial, max time.Duration) StreamOption {
+	return func(o *streamOptions) error {
+		if err := WithRetries(retries)(o); err != nil {
+			return err
+		}
+		return WithBackoff(Backoff{Initial: initial, Max: max})(o)
 	}
 }
 

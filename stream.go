@@ -175,7 +175,7 @@ func (s *Stream) Flush(ctx context.Context) error {
 // Close returns nil when the stream closed cleanly. Otherwise it returns
 // the error the stream failed with, as Err does (not wrapped in
 // ErrStreamFailed): ErrCloseTimeout if records were still not durable
-// after the close timeout (WithTimeouts), or the earlier failure's cause
+// after the close timeout (WithCloseTimeout), or the earlier failure's cause
 // (a *RetryError, *ProtocolError, *ConnectionError, *CallbackPanicError,
 // ...); the records it could not deliver stay in Unacked. If ctx ends
 // before the stream has closed, Close fails the stream with an error

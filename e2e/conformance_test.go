@@ -51,7 +51,7 @@ func TestEphemeralCreateRetriesExhausted(t *testing.T) {
 	e := start(t)
 	h := e.ts.Inject(server.Match{Table: e.table}, server.Fault{Kind: server.FaultFailOpen, Times: server.Unlimited})
 	defer h.Remove()
-	_, err := e.client.CreateStream(ctx(t), e.table, fast(zbstream.WithRecovery(2, time.Millisecond, 5*time.Millisecond))...)
+	_, err := e.client.CreateStream(ctx(t), e.table, fast(zbstream.WithRetries(2), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}))...)
 	var re *zbstream.RetryError
 	if !errors.As(err, &re) || !errors.Is(err, zbstream.ErrRetriesExhausted) {
 		t.Fatalf("CreateStream: %v, want a *RetryError", err)
@@ -113,8 +113,8 @@ func TestEphemeralCreateTimeout(t *testing.T) {
 	}
 	defer c.Close()
 	_, err = c.CreateStream(ctx(t), "main.default.events",
-		zbstream.WithRecovery(1, time.Millisecond, 5*time.Millisecond),
-		zbstream.WithTimeouts(100*time.Millisecond, 0, 0))
+		zbstream.WithRetries(1), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}),
+		zbstream.WithOpenTimeout(100*time.Millisecond))
 	if !errors.Is(err, zbstream.ErrOpenTimeout) {
 		t.Fatalf("CreateStream against a silent server: %v, want ErrOpenTimeout", err)
 	}
@@ -722,11 +722,11 @@ func TestRetireLiveStream(t *testing.T) {
 // deadline.
 func TestAuthErrors(t *testing.T) {
 	ts := servertest.Start(t, servertest.WithPrincipal("other-token", server.Principal{Name: "other", Tables: []string{"main.other.events"}}))
-	retries := zbstream.WithRecovery(1000, time.Millisecond, 2*time.Millisecond)
+	retries := []zbstream.StreamOption{zbstream.WithRetries(1000), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond})}
 	other := newClient(t, ts, "other-token")
-	_, err := other.CreateStream(ctx(t), ts.Table, retries)
+	_, err := other.CreateStream(ctx(t), ts.Table, retries...)
 	wantCode(t, err, codes.PermissionDenied)
-	_, err = other.CreatePersistentStream(ctx(t), ts.Table, retries)
+	_, err = other.CreatePersistentStream(ctx(t), ts.Table, retries...)
 	wantCode(t, err, codes.PermissionDenied)
 
 	// A stream of the default principal, resumed by another principal: the
@@ -738,17 +738,17 @@ func TestAuthErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustClose(t, s)
-	_, err = other.ResumeStream(ctx(t), ts.Table, s.StreamID(), retries)
+	_, err = other.ResumeStream(ctx(t), ts.Table, s.StreamID(), retries...)
 	wantCode(t, err, codes.NotFound)
 
 	wrong := newClient(t, ts, "wrong-token")
 	for _, create := range []func(context.Context, string, ...zbstream.StreamOption) (*zbstream.Stream, error){
 		wrong.CreateStream, wrong.CreatePersistentStream,
 	} {
-		_, err = create(ctx(t), ts.Table, retries)
+		_, err = create(ctx(t), ts.Table, retries...)
 		wantCode(t, err, codes.Unauthenticated)
 	}
-	_, err = wrong.ResumeStream(ctx(t), ts.Table, s.StreamID(), retries)
+	_, err = wrong.ResumeStream(ctx(t), ts.Table, s.StreamID(), retries...)
 	wantCode(t, err, codes.Unauthenticated)
 	_, err = wrong.RetireStream(ctx(t), ts.Table, s.StreamID())
 	if code := statusCode(err); code != codes.Unauthenticated {

@@ -143,7 +143,7 @@ func TestAckTimeoutTriggersRecovery(t *testing.T) {
 		name := map[bool]string{false: "ephemeral", true: "persistent"}[persistent]
 		t.Run(name, func(t *testing.T) {
 			e := start(t)
-			opts := []zbstream.StreamOption{zbstream.WithTimeouts(5*time.Second, 200*time.Millisecond, 20*time.Second)}
+			opts := []zbstream.StreamOption{zbstream.WithOpenTimeout(5 * time.Second), zbstream.WithAckTimeout(200 * time.Millisecond), zbstream.WithCloseTimeout(20 * time.Second)}
 			var s *zbstream.Stream
 			if persistent {
 				s = e.createPersistent(t, opts...)
@@ -438,7 +438,7 @@ func checkAtLeastOnce(t *testing.T, e *env, want [][]byte, ids ...string) {
 // and every record is stored exactly once.
 func TestPersistentCloseSignal(t *testing.T) {
 	e := start(t)
-	s := e.createPersistent(t, zbstream.WithRecovery(0, time.Millisecond, time.Millisecond))
+	s := e.createPersistent(t, zbstream.WithRetries(0), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: time.Millisecond}))
 	id := s.StreamID()
 	var want [][][]byte
 	for round := range 3 {
@@ -466,7 +466,7 @@ func TestSessionRotation(t *testing.T) {
 		o.SessionAge, o.CloseGrace = 30*time.Millisecond, 10*time.Millisecond
 	}))
 	es := e.create(t, zbstream.WithMaxGrace(time.Second))
-	ps := e.createPersistent(t, zbstream.WithRecovery(0, time.Millisecond, time.Millisecond))
+	ps := e.createPersistent(t, zbstream.WithRetries(0), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: time.Millisecond}))
 	var all [][]byte
 	var want [][][]byte
 	for n := 0; n < 300 || es.Stats().Reconnects < 3 || ps.Stats().Reconnects < 3; n++ {
@@ -526,7 +526,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 	e := start(t)
 	var acks ackLog
 	s := e.createPersistent(t,
-		zbstream.WithRecovery(50, time.Millisecond, 20*time.Millisecond),
+		zbstream.WithRetries(50), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
 		acks.option())
 	id := s.StreamID()
 
@@ -668,7 +668,7 @@ func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
 	e := start(t)
 	var acks ackLog
 	s := e.create(t,
-		zbstream.WithRecovery(50, time.Millisecond, 20*time.Millisecond),
+		zbstream.WithRetries(50), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
 		zbstream.WithMaxGrace(5*time.Millisecond),
 		acks.option())
 	stop := make(chan struct{})
@@ -728,7 +728,7 @@ func TestEphemeralAtLeastOnceUnderFaults(t *testing.T) {
 // when its write was reported (fixed in io/conn.go, countSent).
 func TestStatsResentNotAboveSent(t *testing.T) {
 	e := start(t)
-	s := e.create(t, zbstream.WithRecovery(50, time.Millisecond, 10*time.Millisecond))
+	s := e.create(t, zbstream.WithRetries(50), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 10 * time.Millisecond}))
 	stop := make(chan struct{})
 	var fg sync.WaitGroup
 	fg.Add(1)

@@ -28,8 +28,8 @@ const testTimeout = 30 * time.Second
 // machine.
 func fast(more ...zbstream.StreamOption) []zbstream.StreamOption {
 	return append([]zbstream.StreamOption{
-		zbstream.WithRecovery(8, 5*time.Millisecond, 50*time.Millisecond),
-		zbstream.WithTimeouts(5*time.Second, 10*time.Second, 20*time.Second),
+		zbstream.WithRetries(8), zbstream.WithBackoff(zbstream.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}),
+		zbstream.WithOpenTimeout(5 * time.Second), zbstream.WithAckTimeout(10 * time.Second), zbstream.WithCloseTimeout(20 * time.Second),
 		zbstream.WithFlushTimeout(20 * time.Second),
 	}, more...)
 }

@@ -135,7 +135,7 @@ func TestOAuth(t *testing.T) {
 	}
 	defer bad.Close()
 	mints := te.mints.Load()
-	_, err = bad.CreateStream(ctx(t), ts.Table, zbstream.WithRecovery(100, time.Millisecond, 2*time.Millisecond))
+	_, err = bad.CreateStream(ctx(t), ts.Table, zbstream.WithRetries(100), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}))
 	var ce *zbstream.ConnectionError
 	if !errors.As(err, &ce) || codes.Code(ce.Code) != codes.Unauthenticated {
 		t.Fatalf("CreateStream with a wrong secret: %v, want UNAUTHENTICATED", err)

@@ -180,12 +180,12 @@ func TestConfigErrors(t *testing.T) {
 	_, err = e.client.ResumeStream(ctx(t), e.table, "")
 	isConfig("ResumeStream with no id", err)
 	for name, opt := range map[string]zbstream.StreamOption{
-		"WithRecovery(-1)":           zbstream.WithRecovery(-1, time.Millisecond, time.Millisecond),
-		"WithRecovery(max<initial)":  zbstream.WithRecovery(1, time.Second, time.Millisecond),
+		"WithRetries(-1)":            zbstream.WithRetries(-1),
+		"WithBackoff(max<initial)":   zbstream.WithBackoff(zbstream.Backoff{Initial: time.Second, Max: time.Millisecond}),
 		"WithMaxInflight(0)":         zbstream.WithMaxInflight(0, 1<<30),
 		"WithMaxInflight(bytes<max)": zbstream.WithMaxInflight(10, 10),
 		"WithMaxCallBytes(0)":        zbstream.WithMaxCallBytes(0),
-		"WithTimeouts(-1)":           zbstream.WithTimeouts(-time.Second, 0, 0),
+		"WithOpenTimeout(-1)":        zbstream.WithOpenTimeout(-time.Second),
 		"WithMaxGrace(-1)":           zbstream.WithMaxGrace(-time.Second),
 		"WithProtoMessage(nil)":      zbstream.WithProtoMessage(nil),
 		"WithProtoMessage(outside)":  zbstream.WithProtoMessage(&ingestpb.EphemeralStreamRequest{}),

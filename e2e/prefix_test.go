@@ -36,7 +36,7 @@ func wantPrefixOnce(t *testing.T, what string, err error) {
 // TLS mistake, and a stream that fails after it was opened (the calls made
 // after, and Close).
 func TestErrorsSayZbstreamOnce(t *testing.T) {
-	few := zbstream.WithRecovery(2, time.Millisecond, 2*time.Millisecond)
+	few := []zbstream.StreamOption{zbstream.WithRetries(2), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond})}
 	open := func(endpoint string, opts ...zbstream.Option) *zbstream.Client {
 		t.Helper()
 		cl, err := zbstream.NewClient(endpoint, opts...)
@@ -49,13 +49,13 @@ func TestErrorsSayZbstreamOnce(t *testing.T) {
 	ts := servertest.Start(t)
 
 	cl := open("http://"+freeAddr(t), zbstream.WithToken("t"))
-	_, err := cl.CreatePersistentStream(ctx(t), ts.Table, few)
+	_, err := cl.CreatePersistentStream(ctx(t), ts.Table, few...)
 	if !errors.Is(err, zbstream.ErrRetriesExhausted) {
 		t.Errorf("unreachable: %v, want retries exhausted", err)
 	}
 	wantPrefixOnce(t, "unreachable", err)
 
-	_, err = open("http://"+ts.Addr, zbstream.WithToken("wrong")).CreateStream(ctx(t), ts.Table, few)
+	_, err = open("http://"+ts.Addr, zbstream.WithToken("wrong")).CreateStream(ctx(t), ts.Table, few...)
 	wantPrefixOnce(t, "refused", err)
 
 	_, err = open("http://"+ts.Addr, zbstream.WithToken(ts.Token)).CreateStream(ctx(t), ts.Table, zbstream.WithMaxInflight(-1, 0))
@@ -65,18 +65,18 @@ func TestErrorsSayZbstreamOnce(t *testing.T) {
 	wantPrefixOnce(t, "bad endpoint", err)
 
 	h := &sdkHeaders{token: ts.Token, key: "x-databricks-zerobus-table-name", table: "main.default.other"}
-	_, err = open("http://"+ts.Addr, zbstream.WithHeadersProvider(h)).CreateStream(ctx(t), ts.Table, few)
+	_, err = open("http://"+ts.Addr, zbstream.WithHeadersProvider(h)).CreateStream(ctx(t), ts.Table, few...)
 	wantPrefixOnce(t, "provider's table", err)
 
 	_, cfg := testCert(t)
 	tlsTS := servertest.Start(t, servertest.WithOptions(func(o *server.Options) { o.TLS = cfg }))
-	_, err = open("https://"+tlsTS.Addr, zbstream.WithToken(tlsTS.Token)).CreateStream(ctx(t), tlsTS.Table, few)
+	_, err = open("https://"+tlsTS.Addr, zbstream.WithToken(tlsTS.Token)).CreateStream(ctx(t), tlsTS.Table, few...)
 	wantPrefixOnce(t, "TLS", err)
 
 	// A stream that fails once open: its server stops, and reconnecting
 	// is refused until the retries are exhausted.
 	gone := servertest.Start(t)
-	s, err := open("http://"+gone.Addr, zbstream.WithToken(gone.Token)).CreateStream(ctx(t), gone.Table, few)
+	s, err := open("http://"+gone.Addr, zbstream.WithToken(gone.Token)).CreateStream(ctx(t), gone.Table, few...)
 	if err != nil {
 		t.Fatal(err)
 	}

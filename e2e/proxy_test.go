@@ -26,7 +26,7 @@ func proxiedStream(t *testing.T, ts *servertest.Server, endpoint string, opts ..
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	s, err := cl.CreatePersistentStream(ctx(t), ts.Table, zbstream.WithRecovery(1, time.Millisecond, 2*time.Millisecond))
+	s, err := cl.CreatePersistentStream(ctx(t), ts.Table, zbstream.WithRetries(1), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}))
 	if err != nil {
 		return err
 	}

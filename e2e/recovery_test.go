@@ -26,7 +26,7 @@ import (
 // error, and a later resume learns that offset 1 landed.
 func TestPersistentRecoveryExhausted(t *testing.T) {
 	e := start(t)
-	s := e.createPersistent(t, zbstream.WithRecovery(2, time.Millisecond, 5*time.Millisecond))
+	s := e.createPersistent(t, zbstream.WithRetries(2), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}))
 	id := s.StreamID()
 	ingest(t, s, rec(0, 0))
 	mustFlush(t, s)
@@ -108,7 +108,7 @@ func TestServerMessageLimit(t *testing.T) {
 // running; the stream's Close returns.
 func TestClientCloseEndsStreams(t *testing.T) {
 	e := start(t)
-	s, err := e.client.CreatePersistentStream(ctx(t), e.table, fast(zbstream.WithRecovery(1, time.Millisecond, 2*time.Millisecond))...)
+	s, err := e.client.CreatePersistentStream(ctx(t), e.table, fast(zbstream.WithRetries(1), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +179,8 @@ func TestResumeReplayFromWatermark(t *testing.T) {
 func TestIdleStreamKeepsConnection(t *testing.T) {
 	e := start(t)
 	for _, s := range []*zbstream.Stream{
-		e.create(t, zbstream.WithTimeouts(0, 20*time.Millisecond, 0)),
-		e.createPersistent(t, zbstream.WithTimeouts(0, 20*time.Millisecond, 0)),
+		e.create(t, zbstream.WithAckTimeout(20*time.Millisecond)),
+		e.createPersistent(t, zbstream.WithAckTimeout(20*time.Millisecond)),
 	} {
 		ingest(t, s, rec(0, 0))
 		mustFlush(t, s)
@@ -216,7 +216,7 @@ func TestResumeWrongTable(t *testing.T) {
 func TestCloseBounded(t *testing.T) {
 	e := start(t)
 	t.Run("close timeout", func(t *testing.T) {
-		s := e.createPersistent(t, zbstream.WithTimeouts(0, 0, 100*time.Millisecond))
+		s := e.createPersistent(t, zbstream.WithCloseTimeout(100*time.Millisecond))
 		e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDelayAcks, Delay: 10 * time.Second})
 		ingest(t, s, rec(0, 0))
 		err := s.Close(ctx(t))
@@ -251,7 +251,7 @@ func TestCloseBounded(t *testing.T) {
 // resumes again, everything lands once.
 func TestIngestWhileRecovering(t *testing.T) {
 	e := start(t)
-	s := e.createPersistent(t, zbstream.WithRecovery(1000, time.Millisecond, 5*time.Millisecond))
+	s := e.createPersistent(t, zbstream.WithRetries(1000), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}))
 	id := s.StreamID()
 	ingest(t, s, rec(0, 0))
 	mustFlush(t, s)

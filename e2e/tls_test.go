@@ -93,7 +93,7 @@ func TestTLS(t *testing.T) {
 			e.wantStored(t, s.StreamID(), one(rec(0, 0)))
 		})
 	}
-	retries := zbstream.WithRecovery(1, time.Millisecond, 2*time.Millisecond)
+	retries := []zbstream.StreamOption{zbstream.WithRetries(1), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond})}
 	for name, endpoint := range map[string]string{"no CA": "https://" + ts.Addr, "plaintext": "http://" + ts.Addr} {
 		t.Run(name, func(t *testing.T) {
 			cl, err := zbstream.NewClient(endpoint, zbstream.WithToken(ts.Token))
@@ -101,7 +101,7 @@ func TestTLS(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cl.Close()
-			_, err = cl.CreateStream(ctx(t), ts.Table, retries, zbstream.WithTimeouts(2*time.Second, 0, 0))
+			_, err = cl.CreateStream(ctx(t), ts.Table, append(retries, zbstream.WithOpenTimeout(2*time.Second))...)
 			var ce *zbstream.ConnectionError
 			if err == nil || (!errors.As(err, &ce) && !errors.Is(err, zbstream.ErrOpenTimeout)) {
 				t.Fatalf("CreateStream: %v, want a connection failure", err)
@@ -173,7 +173,7 @@ func TestTLSMistakes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cl.Close()
-			_, err = cl.CreatePersistentStream(ctx(t), tlsTS.Table, zbstream.WithRecovery(4, time.Millisecond, 2*time.Millisecond))
+			_, err = cl.CreatePersistentStream(ctx(t), tlsTS.Table, zbstream.WithRetries(4), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}))
 			t.Logf("%v", err)
 			wantTLSError(t, err, c.mistake, c.hint, c.cause)
 			if errors.Is(err, zbstream.ErrRetriesExhausted) {
@@ -197,7 +197,7 @@ func TestTLSMistakes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = cl.CreateStream(ctx(t), "a.b.c", zbstream.WithRecovery(4, time.Millisecond, 2*time.Millisecond))
+			_, err = cl.CreateStream(ctx(t), "a.b.c", zbstream.WithRetries(4), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond}))
 			cl.Close()
 			var re *zbstream.RetryError
 			var te *zbstream.TLSError

@@ -120,7 +120,7 @@ func TestWriterServerCrash(t *testing.T) {
 	defer client.Close()
 	// Reconnects ride out a server restart: gRPC's own reconnect backoff
 	// (1 s, then up to 10 s) decides when the connection is back.
-	opts := fast(zbstream.WithRecovery(400, 10*time.Millisecond, 100*time.Millisecond))
+	opts := fast(zbstream.WithRetries(400), zbstream.WithBackoff(zbstream.Backoff{Initial: 10 * time.Millisecond, Max: 100 * time.Millisecond}))
 	w := newWriter(t, client, writer.Config{MaxOpenStreams: 3, Options: opts})
 
 	// The killer kills and restarts the server once the writer has made a

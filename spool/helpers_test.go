@@ -26,8 +26,8 @@ func newClient(t testing.TB, ts *servertest.Server) *zbstream.Client {
 // fastRecovery rides through injected faults quickly.
 func fastRecovery() []zbstream.StreamOption {
 	return []zbstream.StreamOption{
-		zbstream.WithRecovery(1000, 5*time.Millisecond, 100*time.Millisecond),
-		zbstream.WithTimeouts(3*time.Second, 5*time.Second, 30*time.Second),
+		zbstream.WithRetries(1000), zbstream.WithBackoff(zbstream.Backoff{Initial: 5 * time.Millisecond, Max: 100 * time.Millisecond}),
+		zbstream.WithOpenTimeout(3 * time.Second), zbstream.WithAckTimeout(5 * time.Second), zbstream.WithCloseTimeout(30 * time.Second),
 	}
 }
 

@@ -232,12 +232,20 @@ func (s *ZerobusSdk) create(tp TableProperties, options *StreamConfigurationOpti
 func streamOptions(tp TableProperties, o StreamConfigurationOptions) ([]zbstream.StreamOption, error) {
 	opts := []zbstream.StreamOption{
 		zbstream.WithMaxInflight(maxInt(o.MaxInflightRequests), inflightBytes),
-		zbstream.WithTimeouts(millis(o.RecoveryTimeoutMs), millis(o.ServerLackOfAckTimeoutMs), millis(o.FlushTimeoutMs)),
 		zbstream.WithFlushTimeout(millis(o.FlushTimeoutMs)),
+	}
+	// A zero timeout keeps the client's default, as it always has here.
+	for _, t := range []struct {
+		ms  uint64
+		opt func(time.Duration) zbstream.StreamOption
+	}{{o.RecoveryTimeoutMs, zbstream.WithOpenTimeout}, {o.ServerLackOfAckTimeoutMs, zbstream.WithAckTimeout}, {o.FlushTimeoutMs, zbstream.WithCloseTimeout}} {
+		if t.ms != 0 {
+			opts = append(opts, t.opt(millis(t.ms)))
+		}
 	}
 	if o.Recovery {
 		backoff := millis(o.RecoveryBackoffMs)
-		opts = append(opts, zbstream.WithRecovery(int(o.RecoveryRetries), backoff, backoff))
+		opts = append(opts, zbstream.WithRetries(int(o.RecoveryRetries)), zbstream.WithBackoff(zbstream.Backoff{Initial: backoff, Max: backoff}))
 	} else {
 		opts = append(opts, zbstream.WithoutRecovery())
 	}

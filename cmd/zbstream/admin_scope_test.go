@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
 )
@@ -57,8 +57,8 @@ func TestServeTokensOneScopePerName(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `principal "alice" is given twice with different tables`) || strings.Contains(err.Error(), "t2:") {
 		t.Fatalf("two scopes for one name: %v", err)
 	}
-	if code := exitCode(err, io.Discard); code != exitUsage {
-		t.Fatalf("exit code %d, want %d", code, exitUsage)
+	if code := cli.CodeOf(err); code != cli.ExitUsage {
+		t.Fatalf("exit code %d, want %d", code, cli.ExitUsage)
 	}
 	tok, err := buildTokens([]string{"alice:t1:" + tableA + "," + tableB, "alice:t2:" + tableB + "," + tableA}, "")
 	if err != nil || len(tok) != 2 {

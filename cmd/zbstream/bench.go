@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -68,11 +67,15 @@ and after a dropped connection.
 Flags:`
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if os.Getenv(envBenchRole) == "rss" {
-		return benchRSSChild(ctx, stdout)
+	var child rssConfig
+	switch role, err := cli.Role("bench", &child); {
+	case err != nil:
+		return err
+	case role == "rss":
+		return benchRSSChild(ctx, child, stdout)
 	}
 	fs, cfg := benchFlags(stderr)
-	if err := parseFlags(fs, args, false); err != nil {
+	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
 	if !flagWasSet(fs, "rounds") {
@@ -95,7 +98,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // benchFlags defines the bench's flags on a new flag set; parsing it fills
 // the configuration (but for -rounds' default, which depends on -recovery).
 func benchFlags(stderr io.Writer) (*flag.FlagSet, *benchConfig) {
-	fs := newFlags("bench", benchSynopsis, stderr)
+	fs := cli.NewFlags("bench", benchSynopsis, stderr)
 	cfg := &benchConfig{sizes: []int{20, 220, 750, 10 << 10}}
 	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (e.g. 220,10KiB; "+cli.SizeUnits+")")
 	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
@@ -134,52 +137,52 @@ func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.W
 func (c *benchConfig) check() error {
 	switch {
 	case len(c.sizes) == 0:
-		return usageErr("-sizes: no size given")
+		return cli.UsageErr("-sizes: no size given")
 	case c.batch < 1 || c.batch > 100_000:
-		return usageErr("-batch must be between 1 and 100000")
+		return cli.UsageErr("-batch must be between 1 and 100000")
 	case c.duration <= 0 || c.duration > time.Hour:
-		return usageErr("-duration must be positive and at most 1h")
+		return cli.UsageErr("-duration must be positive and at most 1h")
 	case !c.recovery && (c.rounds < 1 || c.rounds > 1000):
-		return usageErr("-rounds must be between 1 and 1000")
+		return cli.UsageErr("-rounds must be between 1 and 1000")
 	case c.engine != "ackonly" && c.engine != "memory":
-		return usageErr("-engine must be ackonly or memory, not %q", c.engine)
+		return cli.UsageErr("-engine must be ackonly or memory, not %q", c.engine)
 	case c.volume < 1<<10:
-		return usageErr("-volume must be at least 1 KiB")
+		return cli.UsageErr("-volume must be at least 1 KiB")
 	case c.rounds < 1 || c.rounds > 1_000_000:
-		return usageErr("-rounds must be between 1 and 1000000")
+		return cli.UsageErr("-rounds must be between 1 and 1000000")
 	case c.token != "" && c.endpoint == "":
-		return usageErr("-token needs -endpoint (the in-process server is in open mode)")
+		return cli.UsageErr("-token needs -endpoint (the in-process server is in open mode)")
 	case c.ackDelay < 0 || c.ackDelay > time.Minute:
-		return usageErr("-ack-delay must be between 0 and 1m")
+		return cli.UsageErr("-ack-delay must be between 0 and 1m")
 	case c.noCopy && (c.rss || c.recovery):
-		return usageErr("-nocopy applies to the throughput table only")
+		return cli.UsageErr("-nocopy applies to the throughput table only")
 	case c.ackDelay > 0 && !c.rss:
-		return usageErr("-ack-delay applies to -rss only")
+		return cli.UsageErr("-ack-delay applies to -rss only")
 	case (c.rss || c.recovery) && c.endpoint != "":
-		return usageErr("-rss and -recovery use the in-process server: drop -endpoint")
+		return cli.UsageErr("-rss and -recovery use the in-process server: drop -endpoint")
 	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):
-		return usageErr("-csv and -svg write the throughput table, not -rss or -recovery")
+		return cli.UsageErr("-csv and -svg write the throughput table, not -rss or -recovery")
 	}
 	if err := record.CheckTable(c.table); err != nil {
-		return usageErr("-table: %v", err)
+		return cli.UsageErr("-table: %v", err)
 	}
 	if c.endpoint != "" {
 		if _, err := grpcio.ParseEndpoint(c.endpoint); err != nil {
-			return usageErr("-endpoint: %v", err)
+			return cli.UsageErr("-endpoint: %v", err)
 		}
 	}
 	if c.rss { // -rss sends 1 KiB records, whatever -sizes says
 		if b := int64(c.batch) * int64(rssRecordSize+5); b > core.DefaultMaxCallBytes {
-			return usageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, rssRecordSize, b, core.DefaultMaxCallBytes)
+			return cli.UsageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, rssRecordSize, b, core.DefaultMaxCallBytes)
 		}
 		return nil
 	}
 	for _, s := range c.sizes {
 		if s < benchMinRecord {
-			return usageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
+			return cli.UsageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
 		}
 		if b := int64(c.batch) * int64(s+5); b > core.DefaultMaxCallBytes {
-			return usageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, core.DefaultMaxCallBytes)
+			return cli.UsageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, core.DefaultMaxCallBytes)
 		}
 	}
 	return nil

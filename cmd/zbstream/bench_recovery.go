@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/server"
 )
@@ -65,13 +66,13 @@ func recoveryRounds(ctx context.Context, cfg benchConfig, fault server.Fault, pr
 	}
 	defer c.Close()
 	s, err := c.CreatePersistentStream(ctx, cfg.table,
-		zbstream.WithRecovery(100, time.Nanosecond, time.Nanosecond),
+		zbstream.WithRetries(100), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Nanosecond, Max: time.Nanosecond}),
 		// A small window: requests are always in flight, and a reconnect
 		// resends little.
 		zbstream.WithMaxInflight(100, 16<<20),
-		zbstream.WithTimeouts(5*time.Second, 10*time.Second, 0))
+		zbstream.WithOpenTimeout(5*time.Second), zbstream.WithAckTimeout(10*time.Second))
 	if err != nil {
-		return nil, clientErr(err)
+		return nil, cli.ClientErr(err, "-ca-file")
 	}
 	// The observer sees the driver's events in order, under its lock:
 	// the first Completed after a Connected is an ack on the new

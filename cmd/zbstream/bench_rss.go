@@ -8,18 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
-)
-
-// Environment of the bench's child process.
-const (
-	envBenchRole   = "ZBSTREAM_BENCH_ROLE" // "rss"
-	envBenchConfig = "ZBSTREAM_BENCH_CONFIG"
 )
 
 // The -rss measurement: 1 KiB records through a 64 MiB in-flight bound;
@@ -60,14 +54,11 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	if cfg.ackDelay > 0 {
 		srv.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: cfg.ackDelay, Times: server.Unlimited})
 	}
-	exe, err := os.Executable()
+	rc := rssConfig{Endpoint: ep, Table: cfg.table, Volume: cfg.volume, Batch: cfg.batch}
+	cmd, err := cli.RoleCommand(ctx, "bench", "rss", rc)
 	if err != nil {
 		return err
 	}
-	rc := rssConfig{Endpoint: ep, Table: cfg.table, Volume: cfg.volume, Batch: cfg.batch}
-	js, _ := json.Marshal(rc)
-	cmd := exec.CommandContext(ctx, exe, "bench")
-	cmd.Env = append(os.Environ(), envBenchRole+"=rss", envBenchConfig+"="+string(js))
 	var errBuf strings.Builder
 	cmd.Stderr = &lockedWriter{w: &errBuf}
 	if cfg.verbose { // the child's stderr as it comes (GODEBUG=gctrace=1 for one)
@@ -120,7 +111,7 @@ func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "peak in flight: %.1f MiB of the %s bound (sampled)\n", float64(res.PeakInflight)/(1<<20), formatBytes(rssInflightBytes))
 	fmt.Fprintf(stdout, "peak RSS of the child: %.1f MiB (%s the %d MiB target)\n", float64(peak)/(1<<20), verdict, rssTarget>>20)
 	if peak >= rssTarget {
-		return withCode(exitFailure, fmt.Errorf("peak RSS %.1f MiB is over the %d MiB target", float64(peak)/(1<<20), rssTarget>>20))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("peak RSS %.1f MiB is over the %d MiB target", float64(peak)/(1<<20), rssTarget>>20))
 	}
 	return nil
 }
@@ -141,11 +132,7 @@ func childGCSettings() string {
 // persistent stream with the 64 MiB in-flight bound, every record a fresh
 // allocation (as an application reading a source would have), and prints
 // its result.
-func benchRSSChild(ctx context.Context, stdout io.Writer) error {
-	var rc rssConfig
-	if err := json.Unmarshal([]byte(os.Getenv(envBenchConfig)), &rc); err != nil {
-		return fmt.Errorf("bench child: %s: %w", envBenchConfig, err)
-	}
+func benchRSSChild(ctx context.Context, rc rssConfig, stdout io.Writer) error {
 	res, err := rssIngest(ctx, rc, func(done, total int64, el time.Duration) {
 		fmt.Fprintf(stdout, "progress %5.1fs  %3.0f%%  %.0f records/s\n", el.Seconds(), 100*float64(done)/float64(total), float64(done)/el.Seconds())
 	})
@@ -166,7 +153,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	defer c.Close()
 	s, err := c.CreatePersistentStream(ctx, rc.Table, zbstream.WithMaxInflight(1_000_000, rssInflightBytes))
 	if err != nil {
-		return rssResult{}, clientErr(err)
+		return rssResult{}, cli.ClientErr(err, "-ca-file")
 	}
 	defer s.Close(ctx) // on an error path: at once if ctx has ended
 	batch := max(rc.Batch, 1)
@@ -186,7 +173,7 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 			_, err = s.IngestBatch(ctx, recs)
 		}
 		if err != nil {
-			return rssResult{}, clientErr(err)
+			return rssResult{}, cli.ClientErr(err, "-ca-file")
 		}
 		done += int64(n)
 		if calls++; calls%1000 == 0 {
@@ -198,11 +185,11 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 		}
 	}
 	if err := s.Flush(ctx); err != nil {
-		return rssResult{}, clientErr(err)
+		return rssResult{}, cli.ClientErr(err, "-ca-file")
 	}
 	el := time.Since(start)
 	if err := s.Close(ctx); err != nil {
-		return rssResult{}, clientErr(err)
+		return rssResult{}, cli.ClientErr(err, "-ca-file")
 	}
 	return rssResult{Records: done, Bytes: done * rssRecordSize, Elapsed: el, PeakInflight: peakInflight}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/internal/rawclient"
 	"github.com/zbstream/zbstream/server"
 )
@@ -181,7 +182,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	}
 	c, err := zbstream.NewClient(t.endpoint, opts...)
 	if err != nil {
-		return benchMeasure{}, clientErr(err)
+		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	defer c.Close()
 	var sopts []zbstream.StreamOption
@@ -190,7 +191,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	}
 	s, err := c.CreatePersistentStream(ctx, t.table, sopts...)
 	if err != nil {
-		return benchMeasure{}, clientErr(err)
+		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	defer s.Close(ctx) // on an error path: at once if ctx has ended
 	rec := benchRecord(size)
@@ -209,7 +210,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 			_, err = s.IngestBatch(ctx, recs)
 		}
 		if err != nil {
-			return benchMeasure{}, clientErr(err)
+			return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 		}
 		calls++
 		if n > 0 {
@@ -222,11 +223,11 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 		}
 	}
 	if err := s.Flush(ctx); err != nil {
-		return benchMeasure{}, clientErr(err)
+		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	elapsed := time.Since(start)
 	if err := s.Close(ctx); err != nil {
-		return benchMeasure{}, clientErr(err)
+		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
 }
@@ -301,7 +302,7 @@ func rawErr(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return withCode(exitFailure, fmt.Errorf("raw gRPC stream: %w", err))
+	return cli.WithCode(cli.ExitFailure, fmt.Errorf("raw gRPC stream: %w", err))
 }
 
 // machineLine describes the machine: cores, CPU model, OS/arch, Go.

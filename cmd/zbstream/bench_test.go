@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // benchRun runs "zbstream bench args..." and returns its exit code and
@@ -31,7 +33,7 @@ func TestBenchTableCSVSVG(t *testing.T) {
 	csvPath, svgPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.svg")
 	code, out, errs := benchRun(t, "-sizes", "20", "-duration", "50ms", "-rounds", "2", "-batch", "10",
 		"-csv", csvPath, "-svg", svgPath)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	checkBenchTable(t, out, []string{"20 B single", "20 B batch 10"})
@@ -48,7 +50,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 	}
 	defer stop()
 	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1KiB", "-batch", "1", "-duration", "30ms", "-rounds", "2")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	checkBenchTable(t, out, []string{"220 B single", "1 KiB single"})
@@ -62,7 +64,7 @@ func TestBenchMemoryEngine(t *testing.T) {
 	dir := t.TempDir()
 	svgPath := filepath.Join(dir, "b.svg")
 	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-rounds", "1", "-svg", svgPath)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	checkBenchTable(t, out, []string{"220 B single", "220 B batch 20"})
@@ -258,15 +260,15 @@ func TestBenchBadFlags(t *testing.T) {
 		{"-recovery", "-endpoint", "http://127.0.0.1:1"},
 	} {
 		code, out, errs := benchRun(t, args...)
-		if code != exitUsage {
-			t.Errorf("bench %q: exit %d, want %d\n%s%s", args, code, exitUsage, out, errs)
+		if code != cli.ExitUsage {
+			t.Errorf("bench %q: exit %d, want %d\n%s%s", args, code, cli.ExitUsage, out, errs)
 		}
 		if !strings.Contains(errs, "zbstream") || out != "" {
 			t.Errorf("bench %q: stdout %q, stderr %q: want a message on stderr only", args, out, errs)
 		}
 	}
 	code, _, errs := benchRun(t, "-h")
-	if code != exitOK || !strings.Contains(errs, "Usage: zbstream bench") || !strings.Contains(errs, "-sizes") {
+	if code != cli.ExitOK || !strings.Contains(errs, "Usage: zbstream bench") || !strings.Contains(errs, "-sizes") {
 		t.Errorf("bench -h: exit %d, stderr:\n%s", code, errs)
 	}
 }
@@ -274,7 +276,7 @@ func TestBenchBadFlags(t *testing.T) {
 // TestBenchRecovery runs a few rounds of each fault.
 func TestBenchRecovery(t *testing.T) {
 	code, out, errs := benchRun(t, "-recovery", "-rounds", "3")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	for _, kind := range []string{"close signal:", "dropped connection:"} {
@@ -292,17 +294,17 @@ func TestBenchRSSChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	t.Setenv(envBenchRole, "rss")
-	t.Setenv(envBenchConfig, `{"endpoint":"`+ep+`","table":"main.bench.events","volume":1048576,"batch":7}`)
+	t.Setenv(cli.RoleEnv, "bench:rss")
+	t.Setenv(cli.RoleConfigEnv, `{"endpoint":"`+ep+`","table":"main.bench.events","volume":1048576,"batch":7}`)
 	code, out, errs := benchRun(t)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 	if !strings.Contains(out, `result {"records":1024,"bytes":1048576,`) {
 		t.Errorf("no result for 1024 records in:\n%s", out)
 	}
-	t.Setenv(envBenchConfig, "{")
-	if code, _, errs := benchRun(t); code != exitFailure || !strings.Contains(errs, envBenchConfig) {
+	t.Setenv(cli.RoleConfigEnv, "{")
+	if code, _, errs := benchRun(t); code != cli.ExitFailure || !strings.Contains(errs, cli.RoleConfigEnv) {
 		t.Errorf("a bad child config: exit %d, stderr %q", code, errs)
 	}
 }
@@ -336,8 +338,8 @@ func TestBenchInterrupted(t *testing.T) {
 		code := run(ctx, append([]string{"bench"}, args...), &out, &errb)
 		stop.Stop()
 		cancel()
-		if code != exitInterrupted {
-			t.Errorf("bench %q interrupted: exit %d, want %d\n%s%s", args, code, exitInterrupted, out.String(), errb.String())
+		if code != cli.ExitInterrupted {
+			t.Errorf("bench %q interrupted: exit %d, want %d\n%s%s", args, code, cli.ExitInterrupted, out.String(), errb.String())
 		}
 	}
 }

@@ -27,12 +27,6 @@ import (
 // demoTable is the table the demo writes.
 const demoTable = "main.demo.events"
 
-// Environment of the demo's child processes.
-const (
-	envDemoRole   = "ZBSTREAM_DEMO_ROLE" // "server" or "client"
-	envDemoConfig = "ZBSTREAM_DEMO_CONFIG"
-)
-
 // demoConfig is the demo's configuration, handed to its child processes as
 // JSON in the environment.
 type demoConfig struct {
@@ -58,26 +52,29 @@ type demoConfig struct {
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	switch os.Getenv(envDemoRole) {
-	case "server", "client":
-		return demoChild(ctx, stdout)
+	var child demoConfig
+	switch role, err := cli.Role("demo", &child); {
+	case err != nil:
+		return err
+	case role == "server", role == "client":
+		return demoChild(ctx, role, child, stdout)
 	}
 	fs, a := demoFlags(stderr)
-	if err := parseFlags(fs, args, false); err != nil {
+	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
 	cfg := a.cfg
 	switch {
 	case cfg.Records <= 0:
-		return usageErr("-records must be positive")
+		return cli.UsageErr("-records must be positive")
 	case a.recordSize < 32 || a.recordSize > 1<<20:
-		return usageErr("-record-size must be between 32 and 1048576")
+		return cli.UsageErr("-record-size must be between 32 and 1048576")
 	case cfg.Batch <= 0 || cfg.Batch > 10_000:
-		return usageErr("-batch must be between 1 and 10000")
+		return cli.UsageErr("-batch must be between 1 and 10000")
 	case cfg.FaultEvery < 0 || cfg.KillServer < 0 || cfg.KillClient < 0:
-		return usageErr("-fault-every, -kill-server and -kill-client must not be negative")
+		return cli.UsageErr("-fault-every, -kill-server and -kill-client must not be negative")
 	case cfg.Spool && (cfg.Ephemeral || cfg.Goroutines < 1 || cfg.Goroutines > 256):
-		return usageErr("-spool takes persistent streams and 1 to 256 -goroutines")
+		return cli.UsageErr("-spool takes persistent streams and 1 to 256 -goroutines")
 	}
 	cfg.RecordSize = int(a.recordSize)
 	dir, err := os.MkdirTemp("", "zbstream-demo-")
@@ -109,7 +106,7 @@ type demoArgs struct {
 
 // demoFlags defines the demo's flags on a new flag set that fills a.
 func demoFlags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
-	fs = newFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
+	fs = cli.NewFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
 		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
 		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
 	a = new(demoArgs)
@@ -128,16 +125,13 @@ func demoFlags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
 	return fs, a
 }
 
-// demoChild runs one of the demo's child processes.
-func demoChild(ctx context.Context, stdout io.Writer) error {
-	var cfg demoConfig
-	if err := json.Unmarshal([]byte(os.Getenv(envDemoConfig)), &cfg); err != nil {
-		return fmt.Errorf("demo child: %s: %w", envDemoConfig, err)
-	}
+// demoChild runs one of the demo's child processes, in role with cfg
+// (cli.RoleCommand started it).
+func demoChild(ctx context.Context, role string, cfg demoConfig, stdout io.Writer) error {
 	// Its peak RSS comes last, once everything it used is released
 	// (demo_rss.go).
 	defer reportPeakRSS(stdout)
-	if os.Getenv(envDemoRole) == "server" {
+	if role == "server" {
 		return demoServer(ctx, cfg, stdout)
 	}
 	if cfg.Spool {
@@ -298,7 +292,7 @@ func (d *demo) createStream(ctx context.Context) (string, error) {
 	defer c.Close()
 	s, err := c.CreatePersistentStream(ctx, demoTable)
 	if err != nil {
-		return "", clientErr(err)
+		return "", cli.ClientErr(err, "-ca-file")
 	}
 	return s.StreamID(), s.Close(ctx)
 }
@@ -403,13 +397,10 @@ type child struct {
 }
 
 func (d *demo) spawn(ctx context.Context, role string) (*child, error) {
-	exe, err := os.Executable()
+	cmd, err := cli.RoleCommand(context.Background(), "demo", role, d.cfg)
 	if err != nil {
 		return nil, err
 	}
-	cfg, _ := json.Marshal(d.cfg)
-	cmd := exec.Command(exe, "demo")
-	cmd.Env = append(os.Environ(), envDemoRole+"="+role, envDemoConfig+"="+string(cfg))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -65,8 +65,8 @@ func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 		// A window of a few hundred calls keeps ack latency (and what a
 		// reconnect resends) small; the default million suits bulk loads.
 		zbstream.WithMaxInflight(500, 64<<20),
-		zbstream.WithRecovery(1000, 20*time.Millisecond, 500*time.Millisecond),
-		zbstream.WithTimeouts(3*time.Second, 10*time.Second, 0),
+		zbstream.WithRetries(1000), zbstream.WithBackoff(zbstream.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}),
+		zbstream.WithOpenTimeout(3 * time.Second), zbstream.WithAckTimeout(10 * time.Second),
 	}
 	var s *zbstream.Stream
 	next := cfg.StartAt // source position of the next call

@@ -39,8 +39,8 @@ func demoSpoolClient(ctx context.Context, cfg demoConfig, stdout io.Writer) erro
 		MaxBytes: 256 << 20, SegmentBytes: 8 << 20,
 		StreamOptions: []zbstream.StreamOption{
 			zbstream.WithMaxInflight(500, 64<<20),
-			zbstream.WithRecovery(1000, 20*time.Millisecond, 500*time.Millisecond),
-			zbstream.WithTimeouts(3*time.Second, 10*time.Second, 0),
+			zbstream.WithRetries(1000), zbstream.WithBackoff(zbstream.Backoff{Initial: 20 * time.Millisecond, Max: 500 * time.Millisecond}),
+			zbstream.WithOpenTimeout(3 * time.Second), zbstream.WithAckTimeout(10 * time.Second),
 		},
 	})
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // TestDemoSpool runs the -spool demo at a small size: client SIGKILLs at
@@ -38,8 +40,8 @@ func TestDemoSpoolBadFlags(t *testing.T) {
 		{"demo", "-spool", "-goroutines", "0"},
 	} {
 		var out bytes.Buffer
-		if code := run(t.Context(), args, &out, &out); code != exitUsage || out.Len() == 0 {
-			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out.String())
+		if code := run(t.Context(), args, &out, &out); code != cli.ExitUsage || out.Len() == 0 {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, cli.ExitUsage, out.String())
 		}
 	}
 }

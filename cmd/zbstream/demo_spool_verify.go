@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -131,7 +132,7 @@ func (d *demo) spoolSummary(sc *spoolScore, v spoolVerification, elapsed time.Du
 	fmt.Fprintf(w, "  duplicates %d, lost %d (over the calls that returned)\n", v.duplicates, v.lost)
 	if !v.ok() {
 		fmt.Fprintln(w, "VERIFICATION FAILED")
-		return withCode(exitFailure, fmt.Errorf("verification failed: %d duplicates, %d lost, %d misplaced, %d untaken", v.duplicates, v.lost, v.misplaced, v.untaken))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("verification failed: %d duplicates, %d lost, %d misplaced, %d untaken", v.duplicates, v.lost, v.misplaced, v.untaken))
 	}
 	fmt.Fprintln(w, "verified: exactly-once for every call that returned, without replaying the source")
 	return nil

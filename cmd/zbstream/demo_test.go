@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // buildCommand builds the zbstream binary into a temporary directory: the
@@ -69,15 +71,15 @@ func TestDemoBadFlags(t *testing.T) {
 		{"demo", "extra"},
 	} {
 		var out bytes.Buffer
-		if code := run(t.Context(), args, &out, &out); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d\n%s", args, code, exitUsage, out.String())
+		if code := run(t.Context(), args, &out, &out); code != cli.ExitUsage {
+			t.Errorf("%v: exit %d, want %d\n%s", args, code, cli.ExitUsage, out.String())
 		}
 		if out.Len() == 0 {
 			t.Errorf("%v: no message", args)
 		}
 	}
 	var out bytes.Buffer
-	if code := run(t.Context(), []string{"demo", "-h"}, &out, &out); code != exitOK || !strings.Contains(out.String(), "-records") {
+	if code := run(t.Context(), []string{"demo", "-h"}, &out, &out); code != cli.ExitOK || !strings.Contains(out.String(), "-records") {
 		t.Errorf("demo -h: exit %d\n%s", code, out.String())
 	}
 }

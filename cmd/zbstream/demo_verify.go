@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -134,7 +135,7 @@ func (d *demo) summary(v verification, elapsed time.Duration) error {
 	fmt.Fprintf(w, "  duplicates %d, lost %d\n", v.duplicates, v.lost)
 	if !v.ok(d.cfg.Ephemeral) {
 		fmt.Fprintln(w, "VERIFICATION FAILED")
-		return withCode(exitFailure, fmt.Errorf("verification failed: %d duplicates, %d lost, %d out of order", v.duplicates, v.lost, v.outOfOrder))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("verification failed: %d duplicates, %d lost, %d out of order", v.duplicates, v.lost, v.outOfOrder))
 	}
 	if d.cfg.Ephemeral {
 		fmt.Fprintln(w, "verified: at-least-once (ephemeral streams resend what was not acknowledged)")

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -176,7 +177,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			st.ProtoMessage = string(src.md.FullName())
 		}
 		if err := st.save(f.state); err != nil {
-			return withCode(exitFailure, err)
+			return cli.WithCode(cli.ExitFailure, err)
 		}
 		// Idempotent: after a crash between the create and the save below,
 		// the same request id gets the same stream back, still empty.
@@ -187,7 +188,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		st.StreamID = s.StreamID()
 		if err := st.save(f.state); err != nil {
-			return withCode(exitFailure, err)
+			return cli.WithCode(cli.ExitFailure, err)
 		}
 		if recreate {
 			// A re-create after a crash: the stream is empty by
@@ -209,7 +210,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	w := s.LastDurable() // the server's watermark: calls 0..w are durable
 	if w >= st.Batches {
-		return withCode(exitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %s: the stream does not belong to this file", st.StreamID, w, f.file, ingestPlural(st.Batches, "call")))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %s: the stream does not belong to this file", st.StreamID, w, f.file, ingestPlural(st.Batches, "call")))
 	}
 	run := &ingestRun{f: f, st: st, src: src, s: s, stdout: stdout, stderr: stderr, resumedAt: w, resumed: resumed, start: start, scanned: scanned, failedAt: -1}
 	err = run.run(ctx)
@@ -256,7 +257,7 @@ func ingestSameSkips(st *ingestState, src ingestSource) func(*ingestInvalidRecor
 // ingestInterrupted turns an error caused by Ctrl-C into exit code 130.
 func ingestInterrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return withCode(exitInterrupted, fmt.Errorf("interrupted before anything was sent in this run; run again to continue (%w)", context.Cause(ctx)))
+		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted before anything was sent in this run; run again to continue (%w)", context.Cause(ctx)))
 	}
 	return err
 }
@@ -336,7 +337,7 @@ func ingestAcceptChanged(f *ingestFlags, st *ingestState, src ingestSource, info
 	st.Size, st.SHA256, st.Records, st.Batches = info.size, info.sha256, info.records, info.batches
 	st.Skipped, st.DeadLetters = aside.places(), aside.path
 	if err := st.save(f.state); err != nil {
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
 	where := "(the server holds none of it)"
 	if pin.Records > 0 {

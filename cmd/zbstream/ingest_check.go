@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/record"
 )
@@ -30,11 +31,11 @@ func ingestChecker(md protoreflect.MessageDescriptor) (*record.Checker, error) {
 	}
 	desc, err := proto.Marshal(protodesc.ToDescriptorProto(md))
 	if err != nil {
-		return nil, usageErr("-proto-message %s: encoding its descriptor: %v", md.FullName(), err)
+		return nil, cli.UsageErr("-proto-message %s: encoding its descriptor: %v", md.FullName(), err)
 	}
 	c, err := record.NewChecker(ingestpb.RecordType_PROTO, desc)
 	if err != nil {
-		return nil, usageErr("-proto-message %s: the server would refuse its descriptor: %v", md.FullName(), err)
+		return nil, cli.UsageErr("-proto-message %s: the server would refuse its descriptor: %v", md.FullName(), err)
 	}
 	return c, nil
 }
@@ -125,5 +126,5 @@ func (s *ingestSkipper) place() ingestPlace { return s.r.place() }
 // the first invalid record ends it, as an input error (exit 3) that says
 // how to go on.
 func ingestRefuseInvalid(bad *ingestInvalidRecord) error {
-	return withCode(exitInput, fmt.Errorf("%w (nothing was sent: correct the record, or pass -skip-invalid with a dead-letter file to set aside every record the server would refuse)", bad))
+	return cli.WithCode(cli.ExitInput, fmt.Errorf("%w (nothing was sent: correct the record, or pass -skip-invalid with a dead-letter file to set aside every record the server would refuse)", bad))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
@@ -47,7 +48,7 @@ func newIngestSetAside(format, path string) (*ingestSetAside, error) {
 	}
 	f, err := atomicfile.Create(path)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", path, err))
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("dead-letter file %s: %w", path, err))
 	}
 	a.file, a.w = f, bufio.NewWriter(f)
 	a.enc = json.NewEncoder(a.w)
@@ -67,7 +68,7 @@ func (a *ingestSetAside) add(bad *ingestInvalidRecord) error {
 			dl.RecordBase64 = bad.record
 		}
 		if err := a.enc.Encode(dl); err != nil {
-			return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
+			return cli.WithCode(cli.ExitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 		}
 	}
 	bad.record = nil // only the dead-letter file keeps it
@@ -94,10 +95,10 @@ func (a *ingestSetAside) commit() error {
 	a.file = nil
 	if err := a.w.Flush(); err != nil {
 		f.Abort()
-		return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 	}
 	if err := f.Commit(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("dead-letter file %s: %w", a.path, err))
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ type ingestFlags struct {
 // fills the flags returned (parseIngestFlags then checks them).
 func ingestFlagSet(stderr io.Writer) (*flag.FlagSet, *ingestFlags) {
 	f := new(ingestFlags)
-	fs := newFlags("ingest", ingestSynopsis, stderr)
+	fs := cli.NewFlags("ingest", ingestSynopsis, stderr)
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
 	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
@@ -111,7 +111,7 @@ func ingestFlagSet(stderr io.Writer) (*flag.FlagSet, *ingestFlags) {
 
 func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	fs, f := ingestFlagSet(stderr)
-	pos, err := parseFlagsAnywhere(fs, args)
+	pos, err := cli.ParseAnywhere(fs, args)
 	if err != nil {
 		return nil, err
 	}
@@ -129,35 +129,35 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	case len(pos) != 1:
 		fs.Usage()
 		if len(pos) == 0 {
-			return nil, usageErr("ingest takes one FILE, got none")
+			return nil, cli.UsageErr("ingest takes one FILE, got none")
 		}
-		return nil, usageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
+		return nil, cli.UsageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
 	case f.endpoint == "":
-		return nil, usageErr("-endpoint is required")
+		return nil, cli.UsageErr("-endpoint is required")
 	case f.table == "" && f.tableField == "":
-		return nil, usageErr("-table is required (or -table-field, to route each record by a field of its own)")
+		return nil, cli.UsageErr("-table is required (or -table-field, to route each record by a field of its own)")
 	case f.table != "" && f.tableField != "":
-		return nil, usageErr("-table and -table-field exclude each other: one table for every record, or each record's own")
+		return nil, cli.UsageErr("-table and -table-field exclude each other: one table for every record, or each record's own")
 	case f.tableField != "" && f.descSet != "":
-		return nil, usageErr("-table-field takes JSON lines, not protobuf records")
+		return nil, cli.UsageErr("-table-field takes JSON lines, not protobuf records")
 	case f.maxOpen <= 0:
-		return nil, usageErr("-max-open-streams must be positive")
+		return nil, cli.UsageErr("-max-open-streams must be positive")
 	case (f.descSet == "") != (f.message == ""):
-		return nil, usageErr("-proto-descriptor-set and -proto-message go together")
+		return nil, cli.UsageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:
-		return nil, usageErr("-batch-size must be positive")
+		return nil, cli.UsageErr("-batch-size must be positive")
 	case f.batchBytes <= 0 || f.batchBytes > core.DefaultMaxCallBytes:
-		return nil, usageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
+		return nil, cli.UsageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
 	case f.maxInflight <= 0:
-		return nil, usageErr("-max-inflight must be positive")
+		return nil, cli.UsageErr("-max-inflight must be positive")
 	case f.closeTimeout <= 0:
-		return nil, usageErr("-close-timeout must be positive")
+		return nil, cli.UsageErr("-close-timeout must be positive")
 	case f.interval < 0:
-		return nil, usageErr("-progress must not be negative (0 turns progress off)")
+		return nil, cli.UsageErr("-progress must not be negative (0 turns progress off)")
 	}
 	if f.table != "" {
 		if err := record.CheckTable(f.table); err != nil {
-			return nil, usageErr("-table: %v", err)
+			return nil, cli.UsageErr("-table: %v", err)
 		}
 	}
 	f.file = pos[0]
@@ -169,7 +169,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		// the state file.
 		for _, other := range []struct{ name, path string }{{"FILE", f.file}, {"the state file", f.state}} {
 			if ingestSamePath(f.skipInvalid, other.path) {
-				return nil, usageErr("-skip-invalid %s is %s: give the dead-letter file a path of its own", f.skipInvalid, other.name)
+				return nil, cli.UsageErr("-skip-invalid %s is %s: give the dead-letter file a path of its own", f.skipInvalid, other.name)
 			}
 		}
 	}
@@ -206,5 +206,5 @@ func (f *ingestFlags) clientErr(err error) error {
 			err = core.Errorf("%w (the token from %s may not write table %s: check -table, or the token's grants)", err, f.tokenFrom, f.table)
 		}
 	}
-	return clientErr(err)
+	return cli.ClientErr(err, "-ca-file")
 }

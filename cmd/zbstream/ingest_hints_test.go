@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -31,8 +32,8 @@ func TestIngestTokenHints(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(envToken, c.env)
 			code, _, errOut := runIngestCmd(context.Background(), t, append(append(base, c.args...), file)...)
-			if code != exitAuth || !strings.Contains(errOut, c.hint) {
-				t.Fatalf("exit %d, want %d and %q: %s", code, exitAuth, c.hint, errOut)
+			if code != cli.ExitAuth || !strings.Contains(errOut, c.hint) {
+				t.Fatalf("exit %d, want %d and %q: %s", code, cli.ExitAuth, c.hint, errOut)
 			}
 			ingestWantPrefixOnce(t, errOut)
 		})
@@ -45,7 +46,7 @@ func TestIngestRetiredStream(t *testing.T) {
 	ts := servertest.Start(t)
 	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 30)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
-	if code, _, _ := runIngestCmd(context.Background(), t, args...); code != exitOK {
+	if code, _, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -57,7 +58,7 @@ func TestIngestRetiredStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitFailure || !strings.Contains(errOut, "a retired stream") || !strings.Contains(errOut, "remove "+file+".zbstate or pass a new -state") {
+	if code != cli.ExitFailure || !strings.Contains(errOut, "a retired stream") || !strings.Contains(errOut, "remove "+file+".zbstate or pass a new -state") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	ingestWantPrefixOnce(t, errOut)
@@ -70,18 +71,18 @@ func TestIngestFlagsAfterFile(t *testing.T) {
 	dir := t.TempDir()
 	file := ingestWriteLines(t, dir, "a.jsonl", 1)
 	code, stdout, _ := runIngestCmd(context.Background(), t, append([]string{file}, append(ingestServerArgs(ts), "-progress", "0")...)...)
-	if code != exitOK || !strings.Contains(stdout, "done: 1 record of") || !strings.Contains(stdout, "sent 1 record in 1 call from") {
+	if code != cli.ExitOK || !strings.Contains(stdout, "done: 1 record of") || !strings.Contains(stdout, "sent 1 record in 1 call from") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	dash := filepath.Join(dir, "-odd.jsonl")
 	if err := os.Rename(file, dash); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "--", dash)...); code != exitOK || !strings.Contains(stdout, "done: 1 record") {
+	if code, stdout, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "--", dash)...); code != cli.ExitOK || !strings.Contains(stdout, "done: 1 record") {
 		t.Fatalf("after --: exit %d: %s", code, stdout)
 	}
 	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), dash, "extra")...)
-	if code != exitUsage || !strings.Contains(errOut, "got 2 arguments") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "got 2 arguments") {
 		t.Fatalf("two files: exit %d: %s", code, errOut)
 	}
 }
@@ -89,7 +90,7 @@ func TestIngestFlagsAfterFile(t *testing.T) {
 // TestIngestNegativeProgress: a negative -progress is a usage error.
 func TestIngestNegativeProgress(t *testing.T) {
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://127.0.0.1:1", "-table", "a.b.c", "-progress", "-1s", "f.jsonl")
-	if code != exitUsage || !strings.Contains(errOut, "-progress must not be negative") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "-progress must not be negative") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }

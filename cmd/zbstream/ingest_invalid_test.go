@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
@@ -64,7 +65,7 @@ func TestIngestInvalidUTF8(t *testing.T) {
 	file := ingestWriteMixed(t, t.TempDir(), 50, map[int]string{6: "{\"name\":\"caf\xe9\"}"})
 	for range 2 {
 		code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
-		if code != exitInput || !strings.Contains(errOut, file+":7: invalid UTF-8 at byte 13 of the record") || !strings.Contains(errOut, "-skip-invalid") {
+		if code != cli.ExitInput || !strings.Contains(errOut, file+":7: invalid UTF-8 at byte 13 of the record") || !strings.Contains(errOut, "-skip-invalid") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		ingestWantPrefixOnce(t, errOut)
@@ -93,7 +94,7 @@ func TestIngestProtoUnknownField(t *testing.T) {
 	}
 	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event")
 	code, _, errOut := runIngestCmd(context.Background(), t, append(args, file)...)
-	if code != exitInput || !strings.Contains(errOut, "record 6 at byte offset") || !strings.Contains(errOut, "unknown to the descriptor") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "record 6 at byte offset") || !strings.Contains(errOut, "unknown to the descriptor") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if c := ingestStreamCount(t, ts); c != 0 {
@@ -102,7 +103,7 @@ func TestIngestProtoUnknownField(t *testing.T) {
 	// Set aside, it goes to the dead-letter file whole, in base64.
 	dl := filepath.Join(dir, "dead.jsonl")
 	code, _, errOut = runIngestCmd(context.Background(), t, append(args, "-skip-invalid", dl, file)...)
-	if code != exitOK || !strings.Contains(errOut, "set aside 1 record the server would refuse (record 6)") {
+	if code != cli.ExitOK || !strings.Contains(errOut, "set aside 1 record the server would refuse (record 6)") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	letters := ingestReadDeadLetters(t, dl)
@@ -155,8 +156,8 @@ func TestIngestSkipInvalid(t *testing.T) {
 	defer cancel()
 	w := &ingestCancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
-	if code := run(ctx, append([]string{"ingest"}, args...), &out, w); code != exitInterrupted {
-		t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, out.String(), w.buf.String())
+	if code := run(ctx, append([]string{"ingest"}, args...), &out, w); code != cli.ExitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s%s", code, cli.ExitInterrupted, out.String(), w.buf.String())
 	}
 	if !strings.Contains(w.buf.String(), "set aside 4 records the server would refuse (lines 1, 8, 1501, 5000)") {
 		t.Fatalf("no note of the records set aside: %s", w.buf.String())
@@ -189,7 +190,7 @@ func TestIngestSkipInvalid(t *testing.T) {
 
 	// The same command, without -skip-invalid: the state file rules.
 	code, stdout, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "2", file)...)
-	if code != exitOK || !strings.Contains(stdout, "from watermark") || !strings.Contains(stdout, "4 records set aside in "+dl) {
+	if code != cli.ExitOK || !strings.Contains(stdout, "from watermark") || !strings.Contains(stdout, "4 records set aside in "+dl) {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	ingestCheckSeqExcept(t, ts, st.StreamID, n, bad)
@@ -197,7 +198,7 @@ func TestIngestSkipInvalid(t *testing.T) {
 		t.Fatal("the rerun changed the dead-letter file")
 	}
 	// Done: a rerun with the flag sends nothing and writes nothing twice.
-	if code, stdout, _ := runIngestCmd(context.Background(), t, args...); code != exitOK || !strings.Contains(stdout, "already done") {
+	if code, stdout, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(stdout, "already done") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	if after, _ := os.ReadFile(dl); !bytes.Equal(before, after) {
@@ -213,7 +214,7 @@ func TestIngestSkipInvalidPaths(t *testing.T) {
 	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
 	for _, dl := range []string{file, file + ".zbstate"} {
 		code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-skip-invalid", dl, file)...)
-		if code != exitUsage || !strings.Contains(errOut, "a path of its own") {
+		if code != cli.ExitUsage || !strings.Contains(errOut, "a path of its own") {
 			t.Fatalf("-skip-invalid %s: exit %d: %s", dl, code, errOut)
 		}
 	}

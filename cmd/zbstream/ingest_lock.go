@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // errIngestLocked is what ingestLockFile's platform half returns when
@@ -27,7 +29,7 @@ func lockIngestState(path string) (*ingestLock, error) {
 	lockPath := path + ".lock"
 	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("locking state file %s: %w", path, err))
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("locking state file %s: %w", path, err))
 	}
 	if err := ingestLockFile(f); err != nil {
 		holder := ""
@@ -38,10 +40,10 @@ func lockIngestState(path string) (*ingestLock, error) {
 		}
 		f.Close()
 		if errors.Is(err, errIngestLocked) {
-			return nil, withCode(exitFailure, fmt.Errorf("state file %s is in use by another zbstream ingest%s: two runs of one ingestion at once would write the same streams. "+
+			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("state file %s is in use by another zbstream ingest%s: two runs of one ingestion at once would write the same streams. "+
 				"Wait for it to end or stop it, then run again (a killed \"go run\" leaves its zbstream process running: stop that one)", path, holder))
 		}
-		return nil, withCode(exitFailure, fmt.Errorf("locking state file %s: %w", path, err))
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("locking state file %s: %w", path, err))
 	}
 	// The pid is for the message above only: the lock is the OS's.
 	if err := f.Truncate(0); err == nil {

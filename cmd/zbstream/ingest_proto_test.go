@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
@@ -107,7 +108,7 @@ func TestIngestProto(t *testing.T) {
 	file, recs := ingestWriteProtoRecords(t, dir, md, 500)
 	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", "-batch-size", "16", file)
 	code, out, _ := runIngestCmd(ctx, t, args...)
-	if code != exitOK || !strings.Contains(out, "done: 500 records") {
+	if code != cli.ExitOK || !strings.Contains(out, "done: 500 records") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -129,16 +130,16 @@ func TestIngestProto(t *testing.T) {
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := runIngestCmd(ctx, t, args...); code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 31") {
+	if code, out, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 31") {
 		t.Fatalf("resume: exit %d: %s", code, out)
 	}
 	// Done: nothing more is sent.
-	if code, out, _ := runIngestCmd(ctx, t, args...); code != exitOK || !strings.Contains(out, "already done") {
+	if code, out, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
 	// The same state with JSON flags: refused.
 	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...)
-	if code != exitUsage || !strings.Contains(errOut, "was made for protobuf-delimited input") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "was made for protobuf-delimited input") {
 		t.Fatalf("format mismatch: exit %d: %s", code, errOut)
 	}
 }
@@ -169,7 +170,7 @@ func TestIngestProtoMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", path)...)
-			if code != exitInput || !strings.Contains(errOut, tc.msg) {
+			if code != cli.ExitInput || !strings.Contains(errOut, tc.msg) {
 				t.Fatalf("exit %d: %s\nwant %s", code, errOut, tc.msg)
 			}
 		})
@@ -179,15 +180,15 @@ func TestIngestProtoMalformed(t *testing.T) {
 	}
 	// An unknown message, a missing descriptor set.
 	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Nope", file)...)
-	if code != exitUsage || !strings.Contains(errOut, "no such message") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "no such message") {
 		t.Fatalf("unknown message: exit %d: %s", code, errOut)
 	}
 	code, _, _ = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
-	if code != exitInput {
+	if code != cli.ExitInput {
 		t.Fatalf("missing descriptor set: exit %d", code)
 	}
 	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
-	if code != exitUsage || !strings.Contains(errOut, "field zbtest.Outer.event refers to zbtest.Event, which is not nested in zbtest.Outer") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "field zbtest.Outer.event refers to zbtest.Event, which is not nested in zbtest.Outer") {
 		t.Fatalf("message not self-contained: exit %d: %s", code, errOut)
 	}
 	if c := ingestStreamCount(t, ts); c != 0 {
@@ -208,11 +209,11 @@ func TestIngestProtoInterrupt(t *testing.T) {
 	defer cancel()
 	w := &ingestCancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
-	if code := run(ctx, append([]string{"ingest"}, args...), &out, w); code != exitInterrupted {
-		t.Fatalf("exit %d, want %d\n%s%s", code, exitInterrupted, out.String(), w.buf.String())
+	if code := run(ctx, append([]string{"ingest"}, args...), &out, w); code != cli.ExitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s%s", code, cli.ExitInterrupted, out.String(), w.buf.String())
 	}
 	code, stdout, _ := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(stdout, "from watermark") {
+	if code != cli.ExitOK || !strings.Contains(stdout, "from watermark") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	got := ingestStored(t, ts, ingestReadState(t, file+".zbstate").StreamID)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -85,7 +86,7 @@ func (r *ingestRun) refused(err error, ce *zbstream.ConnectionError, durable int
 	}
 	err = core.Errorf("%s: %w; %s", what, err, todo)
 	if ce.Code == core.CodeInvalidArgument {
-		return withCode(exitInput, err) // the input, not the setup, is refused
+		return cli.WithCode(cli.ExitInput, err) // the input, not the setup, is refused
 	}
 	return r.f.clientErr(err)
 }

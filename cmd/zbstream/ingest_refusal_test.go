@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -25,8 +26,8 @@ func TestIngestRefusedCall(t *testing.T) {
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitInput {
-		t.Fatalf("exit %d, want %d: %s", code, exitInput, errOut)
+	if code != cli.ExitInput {
+		t.Fatalf("exit %d, want %d: %s", code, cli.ExitInput, errOut)
 	}
 	// Line numbers: ingestWriteLines puts two blank lines after {"seq":5}.
 	for _, want := range []string{"the server refused call 5 of 20 for good (lines 53-62 of " + file + ")", "column seq out of range",
@@ -48,7 +49,7 @@ func TestIngestRefusedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runIngestCmd(context.Background(), t, args...)
-	if code != exitInput || !strings.Contains(errOut, "belongs to another file") || !strings.Contains(errOut, "only after line 52") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") || !strings.Contains(errOut, "only after line 52") {
 		t.Fatalf("a change before the refused call: exit %d: %s", code, errOut)
 	}
 	// The refused call corrected (here: record 55 changed, 57 removed):
@@ -59,7 +60,7 @@ func TestIngestRefusedCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(errOut, "changed after line 52, the last record the server holds") || !strings.Contains(stdout, "done: 199 records") ||
+	if code != cli.ExitOK || !strings.Contains(errOut, "changed after line 52, the last record the server holds") || !strings.Contains(stdout, "done: 199 records") ||
 		!strings.Contains(stdout, "sent 149 records in 15 calls from watermark 4 (50 records already on the server)") {
 		t.Fatalf("rerun: exit %d: %s%s", code, stdout, errOut)
 	}
@@ -85,7 +86,7 @@ func TestIngestRefusedCall(t *testing.T) {
 	if err := os.WriteFile(file, append(fixed, "{\"seq\":200}\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runIngestCmd(context.Background(), t, args...); code != exitInput || !strings.Contains(errOut, "belongs to another file") {
+	if code, _, errOut := runIngestCmd(context.Background(), t, args...); code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("a change after the end: exit %d: %s", code, errOut)
 	}
 }
@@ -100,11 +101,11 @@ func TestIngestRefusedFirstCall(t *testing.T) {
 	file := ingestWriteLines(t, dir, "events.jsonl", 30)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitInput || !strings.Contains(errOut, "refused call 0 of 3 for good (lines 1-12 of") || !strings.Contains(errOut, "holds nothing yet") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "refused call 0 of 3 for good (lines 1-12 of") || !strings.Contains(errOut, "holds nothing yet") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	ingestWriteLines(t, dir, "events.jsonl", 25)
-	if code, stdout, _ := runIngestCmd(context.Background(), t, args...); code != exitOK || !strings.Contains(stdout, "done: 25 records") {
+	if code, stdout, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(stdout, "done: 25 records") {
 		t.Fatalf("rerun: exit %d: %s", code, stdout)
 	}
 	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 25)
@@ -112,10 +113,10 @@ func TestIngestRefusedFirstCall(t *testing.T) {
 	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 1, Code: codes.PermissionDenied, Message: "grant revoked"})
 	other := ingestWriteLines(t, dir, "other.jsonl", 30)
 	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", other)...)
-	if code != exitAuth || !strings.Contains(errOut, "refused call 1 of 3 for good") || !strings.Contains(errOut, "once the cause is fixed, run the same command again") {
+	if code != cli.ExitAuth || !strings.Contains(errOut, "refused call 1 of 3 for good") || !strings.Contains(errOut, "once the cause is fixed, run the same command again") {
 		t.Fatalf("permission denied: exit %d: %s", code, errOut)
 	}
-	if code, _, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", other)...); code != exitOK {
+	if code, _, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", other)...); code != cli.ExitOK {
 		t.Fatalf("rerun: exit %d", code)
 	}
 	ingestCheckSeq(t, ts, ingestReadState(t, other+".zbstate").StreamID, 30)
@@ -137,14 +138,14 @@ func TestIngestRefusedCut(t *testing.T) {
 	file := ingestWriteMixed(t, dir, 10, map[int]string{4: big})
 	args := append(ingestServerArgs(ts), "-batch-size", "3", "-batch-bytes", "40", "-max-inflight", "1", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitInput || !strings.Contains(errOut, "refused call 2 of 5 for good (line 5 of") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "refused call 2 of 5 for good (line 5 of") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	orig, _ := os.ReadFile(file)
 	if err := os.WriteFile(file, bytes.Replace(orig, []byte(big), []byte(`{"seq":4}`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, errOut := runIngestCmd(context.Background(), t, args...); code != exitOK || !strings.Contains(stdout, "done: 10 records") {
+	if code, stdout, errOut := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(stdout, "done: 10 records") {
 		t.Fatalf("rerun: exit %d: %s%s", code, stdout, errOut)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -164,7 +165,7 @@ func TestIngestRefusedCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runIngestCmd(context.Background(), t, args...)
-	if code != exitInput || !strings.Contains(errOut, "past the 2 calls pinned") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "past the 2 calls pinned") {
 		t.Fatalf("a change after progress past the pin: exit %d: %s", code, errOut)
 	}
 	ingestCheckSeq(t, ts, st.StreamID, 10)

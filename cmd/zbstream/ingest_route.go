@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/writer"
 )
@@ -24,11 +25,11 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 	if st != nil {
 		switch {
 		case st.TableField == "":
-			return usageErr("state file %s belongs to table %s: give -table %s to continue, or a new -state", f.state, st.Table, st.Table)
+			return cli.UsageErr("state file %s belongs to table %s: give -table %s to continue, or a new -state", f.state, st.Table, st.Table)
 		case st.TableField != f.tableField:
-			return usageErr("state file %s routes records by their field %q, not %q: give -table-field %s to continue, or a new -state", f.state, st.TableField, f.tableField, st.TableField)
+			return cli.UsageErr("state file %s routes records by their field %q, not %q: give -table-field %s to continue, or a new -state", f.state, st.TableField, f.tableField, st.TableField)
 		case st.Format != src.format:
-			return usageErr("state file %s was made for %s input, not %s", f.state, st.Format, src.format)
+			return cli.UsageErr("state file %s was made for %s input, not %s", f.state, st.Format, src.format)
 		}
 		if f.batchSet && (st.BatchRecords != batchRecords || st.BatchBytes != batchBytes) {
 			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", ingestPlural(int64(st.BatchRecords), "record"), st.BatchBytes)
@@ -72,7 +73,7 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 			}
 		}
 		if err := st.save(f.state); err != nil {
-			return withCode(exitFailure, err)
+			return cli.WithCode(cli.ExitFailure, err)
 		}
 	}
 	r := &ingestRoutedRun{f: f, st: st, src: src, store: &ingestStateStore{st: st, path: f.state},
@@ -107,7 +108,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 		OnAck:   r.tr.acked,
 	})
 	if err != nil {
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
 	r.w = w
 	prog := newIngestProgress(r.stderr, ingestIsTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
@@ -133,7 +134,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 		if closeErr != nil {
 			msg += fmt.Sprintf(" (close: %v)", core.Unprefixed(closeErr))
 		}
-		return withCode(exitInterrupted, errors.New(msg))
+		return cli.WithCode(cli.ExitInterrupted, errors.New(msg))
 	case sendErr != nil:
 		return sendErr
 	}
@@ -142,7 +143,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 		return r.failures()
 	}
 	if err := r.store.markDone(); err != nil {
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
 	st, ws := r.st, w.Stats()
 	el := time.Since(r.start)
@@ -184,7 +185,7 @@ func (r *ingestRoutedRun) call(ctx context.Context, c *ingestRoutedCall) error {
 			return r.tableFailed(ctx, c, err)
 		}
 		if n := r.st.Tables[c.table].Batches; wm >= n {
-			return withCode(exitFailure, fmt.Errorf("table %s: its stream holds calls up to %d, but %s has only %s for it: the stream does not belong to this file",
+			return cli.WithCode(cli.ExitFailure, fmt.Errorf("table %s: its stream holds calls up to %d, but %s has only %s for it: the stream does not belong to this file",
 				c.table, wm, r.src.path, ingestPlural(n, "call")))
 		}
 		r.wm[c.table] = wm
@@ -199,7 +200,7 @@ func (r *ingestRoutedRun) call(ctx context.Context, c *ingestRoutedCall) error {
 		return r.tableFailed(ctx, c, err)
 	}
 	if off != c.k {
-		return withCode(exitFailure, fmt.Errorf("table %s: call %d got offset %d: the stream and the file disagree", c.table, c.k, off))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("table %s: call %d got offset %d: the stream and the file disagree", c.table, c.k, off))
 	}
 	r.sent++
 	return nil
@@ -260,10 +261,10 @@ func (r *ingestRoutedRun) failures() error {
 		}
 		lines = append(lines, line)
 	}
-	code := exitFailure
+	code := cli.ExitFailure
 	first := r.failed[slices.Sorted(maps.Keys(r.failed))[0]].err
-	if ee := (*exitError)(nil); errors.As(r.f.clientErr(first), &ee) {
-		code = ee.code
+	if ee := (*cli.ExitError)(nil); errors.As(r.f.clientErr(first), &ee) {
+		code = ee.Code
 	}
 	hint := ""
 	for _, f := range r.failed {
@@ -272,6 +273,6 @@ func (r *ingestRoutedRun) failures() error {
 			break
 		}
 	}
-	return withCode(code, fmt.Errorf("%s failed, the others are done:\n%s%s\nonce the cause is fixed, run the same command again: it continues each table after what the server holds",
+	return cli.WithCode(code, fmt.Errorf("%s failed, the others are done:\n%s%s\nonce the cause is fixed, run the same command again: it continues each table after what the server holds",
 		ingestPlural(int64(len(lines)), "table"), strings.Join(lines, "\n"), hint))
 }

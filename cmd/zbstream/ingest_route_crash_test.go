@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -162,8 +163,8 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 			// A second run of the same state file meanwhile is refused.
 			waitLocked(t, state+".lock", r.cmd.Process.Pid)
 			second := startRoutedRun(t, bin, args(state))
-			if err := <-second.done; procExit(err) != exitFailure || !strings.Contains(second.err.String(), "in use by another zbstream ingest") {
-				t.Fatalf("a second run of one state file: exit %d, want %d and a message: %s%s", procExit(err), exitFailure, second.out.String(), second.err.String())
+			if err := <-second.done; procExit(err) != cli.ExitFailure || !strings.Contains(second.err.String(), "in use by another zbstream ingest") {
+				t.Fatalf("a second run of one state file: exit %d, want %d and a message: %s%s", procExit(err), cli.ExitFailure, second.out.String(), second.err.String())
 			}
 		}
 		if round%3 == 1 {
@@ -174,7 +175,7 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 		}
 		killed, err := r.killAfter(randDelay(1500))
 		t.Logf("round %d: killed %v, exit %d: %s%s", round, killed, procExit(err), lastLine(r.out.String()), lastLine(r.err.String()))
-		if !killed && procExit(err) == exitOK && !strings.Contains(r.out.String(), "done") {
+		if !killed && procExit(err) == cli.ExitOK && !strings.Contains(r.out.String(), "done") {
 			t.Fatalf("round %d: exit 0 without done: %s", round, r.out.String())
 		}
 	}

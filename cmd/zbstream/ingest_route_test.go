@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -91,7 +92,7 @@ func TestIngestRoutedOnce(t *testing.T) {
 	file, want := ingestWriteRouted(t, t.TempDir(), 3000, 40)
 	args = append(args, "-max-open-streams", "4", "-batch-size", "7", file)
 	code, out, _ := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(out, "done: 3000 records") || !strings.Contains(out, "into 40 tables") || !strings.Contains(out, "streams created 40") {
+	if code != cli.ExitOK || !strings.Contains(out, "done: 3000 records") || !strings.Contains(out, "into 40 tables") || !strings.Contains(out, "streams created 40") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -105,7 +106,7 @@ func TestIngestRoutedOnce(t *testing.T) {
 	}
 	ingestCheckRouted(t, ts, want)
 	code, out, _ = runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(out, "already done") {
+	if code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
 	ingestCheckRouted(t, ts, want)
@@ -141,8 +142,8 @@ func TestIngestRoutedBadTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runIngestCmd(context.Background(), t, append(args, file)...)
-	if code != exitInput || !strings.Contains(errOut, file+":4: ") || !strings.Contains(errOut, reasons[3]) {
-		t.Fatalf("exit %d, want %d naming line 4: %s", code, exitInput, errOut)
+	if code != cli.ExitInput || !strings.Contains(errOut, file+":4: ") || !strings.Contains(errOut, reasons[3]) {
+		t.Fatalf("exit %d, want %d naming line 4: %s", code, cli.ExitInput, errOut)
 	}
 	if n := ingestStreamCount(t, ts); n != 0 {
 		t.Fatalf("the server has %d streams after a refused file", n)
@@ -150,7 +151,7 @@ func TestIngestRoutedBadTable(t *testing.T) {
 
 	dead := filepath.Join(dir, "dead.jsonl")
 	code, _, errOut = runIngestCmd(context.Background(), t, append(args, "-skip-invalid", dead, file)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("with -skip-invalid: exit %d: %s", code, errOut)
 	}
 	dl := ingestReadDeadLetters(t, dead)
@@ -183,20 +184,20 @@ func TestIngestRoutedFlags(t *testing.T) {
 		{"max open", []string{"-endpoint", ep, "-table-field", "table", "-max-open-streams", "0", file}, "-max-open-streams"},
 	} {
 		code, _, errOut := runIngestCmd(context.Background(), t, c.args...)
-		if code != exitUsage || !strings.Contains(errOut, c.want) {
-			t.Errorf("%s: exit %d, want %d with %q: %s", c.name, code, exitUsage, c.want, errOut)
+		if code != cli.ExitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, want %d with %q: %s", c.name, code, cli.ExitUsage, c.want, errOut)
 		}
 	}
-	if code, _, _ := runIngestCmd(context.Background(), t, append(args, file)...); code != exitOK {
+	if code, _, _ := runIngestCmd(context.Background(), t, append(args, file)...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	before, _ := os.ReadFile(file + ".zbstate")
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", ep, "-token", ts.Token, "-table", "main.routed.t000", file)
-	if code != exitUsage || !strings.Contains(errOut, "-table-field table") {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "-table-field table") {
 		t.Fatalf("single-table run on a routed state: exit %d: %s", code, errOut)
 	}
 	code, _, errOut = runIngestCmd(context.Background(), t, "-endpoint", ep, "-token", ts.Token, "-table-field", "other", file)
-	if code != exitUsage || !strings.Contains(errOut, `"table"`) {
+	if code != cli.ExitUsage || !strings.Contains(errOut, `"table"`) {
 		t.Fatalf("another field: exit %d: %s", code, errOut)
 	}
 	if after, _ := os.ReadFile(file + ".zbstate"); !bytes.Equal(before, after) {
@@ -215,8 +216,8 @@ func TestIngestRoutedFailedTable(t *testing.T) {
 	h := ts.Inject(server.Match{Table: ingestRoutedTable(2)}, server.Fault{Kind: server.FaultDrop, After: 3, Code: codes.OutOfRange, Message: "refused"})
 	args = append(args, "-max-open-streams", "6", "-batch-size", "5", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != exitFailure || !strings.Contains(errOut, "1 table failed") || !strings.Contains(errOut, ingestRoutedTable(2)) || !strings.Contains(errOut, "OUT_OF_RANGE") {
-		t.Fatalf("exit %d, want %d naming %s: %s", code, exitFailure, ingestRoutedTable(2), errOut)
+	if code != cli.ExitFailure || !strings.Contains(errOut, "1 table failed") || !strings.Contains(errOut, ingestRoutedTable(2)) || !strings.Contains(errOut, "OUT_OF_RANGE") {
+		t.Fatalf("exit %d, want %d naming %s: %s", code, cli.ExitFailure, ingestRoutedTable(2), errOut)
 	}
 	select {
 	case <-h.Fired():
@@ -227,7 +228,7 @@ func TestIngestRoutedFailedTable(t *testing.T) {
 		t.Fatal("a run with a failed table marked the state done")
 	}
 	code, out, _ := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(out, "already on the server") {
+	if code != cli.ExitOK || !strings.Contains(out, "already on the server") {
 		t.Fatalf("rerun: exit %d: %s", code, out)
 	}
 	ingestCheckRouted(t, ts, want)
@@ -245,14 +246,14 @@ func TestIngestRoutedInterrupt(t *testing.T) {
 	var out bytes.Buffer
 	code := run(ctx, append([]string{"ingest"}, args...), &out, w)
 	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
-	if code != exitInterrupted || !strings.Contains(w.buf.String(), "run the same command again") {
-		t.Fatalf("exit %d, want %d", code, exitInterrupted)
+	if code != cli.ExitInterrupted || !strings.Contains(w.buf.String(), "run the same command again") {
+		t.Fatalf("exit %d, want %d", code, cli.ExitInterrupted)
 	}
 	if st := ingestReadState(t, file+".zbstate"); st.Done {
 		t.Fatal("interrupted run marked done")
 	}
 	code, out2, _ := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(out2, "already on the server") {
+	if code != cli.ExitOK || !strings.Contains(out2, "already on the server") {
 		t.Fatalf("exit %d: %s", code, out2)
 	}
 	ingestCheckRouted(t, ts, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -75,7 +76,7 @@ func (r *ingestRun) run(ctx context.Context) error {
 		if closeErr != nil {
 			msg += fmt.Sprintf(" (close: %v)", core.Unprefixed(closeErr))
 		}
-		return withCode(exitInterrupted, errors.New(msg))
+		return cli.WithCode(cli.ExitInterrupted, errors.New(msg))
 	}
 	if closeErr != nil {
 		return r.failed(core.Errorf("closing stream %s with calls durable up to %d of %d: %w", st.StreamID, last, st.Batches-1, closeErr))
@@ -83,11 +84,11 @@ func (r *ingestRun) run(ctx context.Context) error {
 	if last != st.Batches-1 {
 		// Cannot happen after a clean close of a fully sent file; never
 		// mark done what the server does not hold.
-		return withCode(exitFailure, fmt.Errorf("stream %s closed with calls durable up to %d, not %d (run the same command again to continue)", st.StreamID, last, st.Batches-1))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %s closed with calls durable up to %d, not %d (run the same command again to continue)", st.StreamID, last, st.Batches-1))
 	}
 	st.Done, st.Finished = true, time.Now().UTC()
 	if err := st.save(f.state); err != nil {
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
 	el := time.Since(r.start)
 	sent := durable - r.base
@@ -110,7 +111,7 @@ func (r *ingestRun) run(ctx context.Context) error {
 // names the refused records (see refused); anything else can be retried
 // as it is.
 func (r *ingestRun) failed(err error) error {
-	if ee := (*exitError)(nil); errors.As(err, &ee) {
+	if ee := (*cli.ExitError)(nil); errors.As(err, &ee) {
 		return err // the command's own, with its code and advice
 	}
 	if ce, ok := ingestRefused(err); ok {
@@ -176,7 +177,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 			return err
 		}
 		if off != k {
-			return withCode(exitFailure, fmt.Errorf("call %d got offset %d: the stream and the file disagree", k, off))
+			return cli.WithCode(cli.ExitFailure, fmt.Errorf("call %d got offset %d: the stream and the file disagree", k, off))
 		}
 		if k%256 == 0 {
 			r.tr.update(r.s.LastDurable())

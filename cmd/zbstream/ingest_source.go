@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/record"
 )
@@ -37,7 +38,7 @@ const ingestMaxRecordBytes = core.DefaultMaxCallBytes
 
 // ingestInputErr is an unreadable or malformed input: exit code 3.
 func ingestInputErr(format string, a ...any) error {
-	return withCode(exitInput, fmt.Errorf(format, a...))
+	return cli.WithCode(cli.ExitInput, fmt.Errorf(format, a...))
 }
 
 // ingestRecordReader yields a file's records in order; io.EOF ends them. A
@@ -210,21 +211,21 @@ func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error
 			}
 			return true
 		})
-		return nil, usageErr("-proto-message %s: no such message in %s (it has %v)", name, path, names)
+		return nil, cli.UsageErr("-proto-message %s: no such message in %s (it has %v)", name, path, names)
 	} else if err != nil {
 		return nil, ingestInputErr("descriptor set %s: %v", path, err)
 	}
 	md, ok := d.(protoreflect.MessageDescriptor)
 	if !ok {
-		return nil, usageErr("-proto-message %s: not a message in %s", name, path)
+		return nil, cli.UsageErr("-proto-message %s: not a message in %s", name, path)
 	}
 	// Refused before anything else, rather than when the stream is created.
 	if err := zbstream.CheckProtoDescriptor(md); err != nil {
 		var ce *zbstream.ConfigError
 		if errors.As(err, &ce) {
-			return nil, usageErr("-proto-message %s: %s", name, ce.Reason)
+			return nil, cli.UsageErr("-proto-message %s: %s", name, ce.Reason)
 		}
-		return nil, usageErr("-proto-message %s: %v", name, err)
+		return nil, cli.UsageErr("-proto-message %s: %v", name, err)
 	}
 	return md, nil
 }

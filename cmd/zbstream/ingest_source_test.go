@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/record"
 )
 
@@ -101,8 +102,8 @@ func TestIngestScanErrors(t *testing.T) {
 	dir := t.TempDir()
 	src := ingestSource{path: dir, format: ingestFormatJSON, check: ingestTestChecker(t)}
 	_, err := ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
-	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != exitInput {
+	var ee *cli.ExitError
+	if !errors.As(err, &ee) || ee.Code != cli.ExitInput {
 		t.Fatalf("a directory: %v", err)
 	}
 	path := filepath.Join(dir, "a.jsonl")
@@ -111,7 +112,7 @@ func TestIngestScanErrors(t *testing.T) {
 	}
 	src.path = path
 	_, err = ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
-	if !errors.As(err, &ee) || ee.code != exitInput || !strings.Contains(err.Error(), "a.jsonl:3: not a JSON object") {
+	if !errors.As(err, &ee) || ee.Code != cli.ExitInput || !strings.Contains(err.Error(), "a.jsonl:3: not a JSON object") {
 		t.Fatalf("null on line 3: %v", err)
 	}
 }

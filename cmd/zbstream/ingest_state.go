@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
@@ -160,13 +161,13 @@ type ingestTableState struct {
 func (st *ingestState) matchesFlags(path string, src ingestSource, table string) error {
 	switch {
 	case st.TableField != "" && table != "":
-		return usageErr("state file %s routes records by their field %q: give -table-field %s to continue, or a new -state", path, st.TableField, st.TableField)
+		return cli.UsageErr("state file %s routes records by their field %q: give -table-field %s to continue, or a new -state", path, st.TableField, st.TableField)
 	case st.Table != table:
-		return usageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
+		return cli.UsageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
 	case st.Format != src.format:
-		return usageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
+		return cli.UsageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
 	case src.format == ingestFormatProto && st.ProtoMessage != string(src.md.FullName()):
-		return usageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
+		return cli.UsageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -112,7 +113,7 @@ func TestIngestJSONOnce(t *testing.T) {
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 1000)
 	args := append(ingestServerArgs(ts), "-batch-size", "7", file)
 	code, out, _ := runIngestCmd(ctx, t, args...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if !strings.Contains(out, "done: 1000 records") || !strings.Contains(out, "sent 1000 records in 143 calls") {
@@ -126,7 +127,7 @@ func TestIngestJSONOnce(t *testing.T) {
 
 	// Again: the file is done, nothing is sent, no stream is made.
 	code, out, _ = runIngestCmd(ctx, t, args...)
-	if code != exitOK || !strings.Contains(out, "already done") {
+	if code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
 	ingestCheckSeq(t, ts, st.StreamID, 1000)
@@ -143,7 +144,7 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 	ctx := context.Background()
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 300)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
-	if code, _, _ := runIngestCmd(ctx, t, args...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -153,11 +154,11 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 	}
 	// Refused credentials on the resume: exit 5, the state kept.
 	code, _, errOut := runIngestCmd(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, "-batch-size", "10", file)
-	if code != exitAuth || !strings.Contains(errOut, "UNAUTHENTICATED") {
+	if code != cli.ExitAuth || !strings.Contains(errOut, "UNAUTHENTICATED") {
 		t.Fatalf("wrong token: exit %d: %s", code, errOut)
 	}
 	code, out, _ := runIngestCmd(ctx, t, args...)
-	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 29") {
+	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 29") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	ingestCheckSeq(t, ts, st.StreamID, 300)
@@ -171,7 +172,7 @@ func TestIngestCreateCrash(t *testing.T) {
 	ctx := context.Background()
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
 	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
-	if code, _, _ := runIngestCmd(ctx, t, args...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -184,7 +185,7 @@ func TestIngestCreateCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, _ := runIngestCmd(ctx, t, args...)
-	if code != exitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 19") {
+	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 19") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if got := ingestReadState(t, file+".zbstate").StreamID; got != id {
@@ -204,13 +205,13 @@ func TestIngestRefusedThenRight(t *testing.T) {
 	ctx := context.Background()
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 50)
 	code, _, errOut := runIngestCmd(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", ts.Token, "-table", "main.other.table", file)
-	if code != exitAuth {
-		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
+	if code != cli.ExitAuth {
+		t.Fatalf("exit %d, want %d: %s", code, cli.ExitAuth, errOut)
 	}
 	if st := ingestReadState(t, file+".zbstate"); st.StreamID != "" {
 		t.Fatalf("state names a stream: %+v", st)
 	}
-	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	st := ingestReadState(t, file+".zbstate")
@@ -236,7 +237,7 @@ func TestIngestServerFaults(t *testing.T) {
 	}
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 2000)
 	code, out, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if strings.Contains(out, "reconnects 0") {
@@ -403,8 +404,8 @@ func TestIngestInterrupt(t *testing.T) {
 	var out bytes.Buffer
 	code := run(ctx, append([]string{"ingest"}, args...), &out, w)
 	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
-	if code != exitInterrupted {
-		t.Fatalf("exit %d, want %d", code, exitInterrupted)
+	if code != cli.ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, cli.ExitInterrupted)
 	}
 	if !strings.Contains(w.buf.String(), "interrupted: ") || !strings.Contains(w.buf.String(), "run the same command again") {
 		t.Fatalf("no stop message: %s", w.buf.String())
@@ -415,7 +416,7 @@ func TestIngestInterrupt(t *testing.T) {
 	}
 	t.Logf("server holds %d of %d records after the interrupt", len(ingestStored(t, ts, st.StreamID)), n)
 	code, out2, _ := runIngestCmd(context.Background(), t, args...)
-	if code != exitOK || !strings.Contains(out2, "from watermark") {
+	if code != cli.ExitOK || !strings.Contains(out2, "from watermark") {
 		t.Fatalf("exit %d: %s", code, out2)
 	}
 	ingestCheckSeq(t, ts, st.StreamID, n)
@@ -438,7 +439,7 @@ func TestIngestMalformedLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
-	if code != exitInput || !strings.Contains(errOut, file+":57: malformed JSON") {
+	if code != cli.ExitInput || !strings.Contains(errOut, file+":57: malformed JSON") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if c := ingestStreamCount(t, ts); c != 0 {
@@ -453,7 +454,7 @@ func TestIngestMalformedLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
-	if code != exitInput || !strings.Contains(errOut, file+":2: not a JSON object") {
+	if code != cli.ExitInput || !strings.Contains(errOut, file+":2: not a JSON object") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
@@ -462,7 +463,7 @@ func TestIngestMissingFile(t *testing.T) {
 	ts := servertest.Start(t)
 	file := filepath.Join(t.TempDir(), "nope.jsonl")
 	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
-	if code != exitInput || !strings.Contains(errOut, "nope.jsonl") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "nope.jsonl") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
@@ -475,12 +476,12 @@ func TestIngestStateMismatch(t *testing.T) {
 	dir := t.TempDir()
 	a := ingestWriteLines(t, dir, "a.jsonl", 100)
 	state := filepath.Join(dir, "shared.zbstate")
-	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...); code != exitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	b := ingestWriteLines(t, dir, "b.jsonl", 101)
 	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, b)...)
-	if code != exitInput || !strings.Contains(errOut, "belongs to another file") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("another file: exit %d: %s", code, errOut)
 	}
 	// Same size, another content.
@@ -490,7 +491,7 @@ func TestIngestStateMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
-	if code != exitInput || !strings.Contains(errOut, "belongs to another file") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("changed file: exit %d: %s", code, errOut)
 	}
 	content[2] = 's'
@@ -500,7 +501,7 @@ func TestIngestStateMismatch(t *testing.T) {
 	args := ingestServerArgs(ts)
 	args[len(args)-1] = "main.other.table"
 	code, _, errOut = runIngestCmd(ctx, t, append(args, "-state", state, a)...)
-	if code != exitUsage || !strings.Contains(errOut, "belongs to table "+ts.Table) {
+	if code != cli.ExitUsage || !strings.Contains(errOut, "belongs to table "+ts.Table) {
 		t.Fatalf("another table: exit %d: %s", code, errOut)
 	}
 	if c := ingestStreamCount(t, ts); c != 1 {
@@ -511,7 +512,7 @@ func TestIngestStateMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
-	if code != exitInput || !strings.Contains(errOut, "is unreadable") {
+	if code != cli.ExitInput || !strings.Contains(errOut, "is unreadable") {
 		t.Fatalf("damaged state: exit %d: %s", code, errOut)
 	}
 }
@@ -526,14 +527,14 @@ func TestIngestFlags(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no file", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c"}, exitUsage, "one FILE"},
-		{"no endpoint", []string{"-token", "x", "-table", "a.b.c", file}, exitUsage, "-endpoint is required"},
-		{"no table", []string{"-endpoint", ep, "-token", "x", file}, exitUsage, "-table is required"},
-		{"bad table", []string{"-endpoint", ep, "-token", "x", "-table", "nodots", file}, exitUsage, "catalog.schema.table"},
-		{"unknown flag", []string{"-bogus", file}, exitUsage, "bogus"},
-		{"bad batch", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c", "-batch-size", "0", file}, exitUsage, "-batch-size"},
-		{"half proto", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c", "-proto-message", "a.B", file}, exitUsage, "go together"},
-		{"help", []string{"-h"}, exitOK, ""},
+		{"no file", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c"}, cli.ExitUsage, "one FILE"},
+		{"no endpoint", []string{"-token", "x", "-table", "a.b.c", file}, cli.ExitUsage, "-endpoint is required"},
+		{"no table", []string{"-endpoint", ep, "-token", "x", file}, cli.ExitUsage, "-table is required"},
+		{"bad table", []string{"-endpoint", ep, "-token", "x", "-table", "nodots", file}, cli.ExitUsage, "catalog.schema.table"},
+		{"unknown flag", []string{"-bogus", file}, cli.ExitUsage, "bogus"},
+		{"bad batch", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c", "-batch-size", "0", file}, cli.ExitUsage, "-batch-size"},
+		{"half proto", []string{"-endpoint", ep, "-token", "x", "-table", "a.b.c", "-proto-message", "a.B", file}, cli.ExitUsage, "go together"},
+		{"help", []string{"-h"}, cli.ExitOK, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("ZBSTREAM_TOKEN", "")
@@ -553,8 +554,8 @@ func TestIngestRefusedToken(t *testing.T) {
 	ts := servertest.Start(t)
 	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, file)
-	if code != exitAuth {
-		t.Fatalf("exit %d, want %d: %s", code, exitAuth, errOut)
+	if code != cli.ExitAuth {
+		t.Fatalf("exit %d, want %d: %s", code, cli.ExitAuth, errOut)
 	}
 	ingestWantPrefixOnce(t, errOut)
 }
@@ -593,16 +594,16 @@ func TestIngestTLSMistakes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			args := append(c.args, "-token", tlsTS.Token, "-table", tlsTS.Table, "-state", filepath.Join(t.TempDir(), "state"), file)
 			code, _, errOut := runIngestCmd(context.Background(), t, args...)
-			if code != exitUsage || !strings.Contains(errOut, c.hint) || !strings.Contains(errOut, "TLS") {
-				t.Fatalf("exit %d, want %d and a message naming %q: %s", code, exitUsage, c.hint, errOut)
+			if code != cli.ExitUsage || !strings.Contains(errOut, c.hint) || !strings.Contains(errOut, "TLS") {
+				t.Fatalf("exit %d, want %d and a message naming %q: %s", code, cli.ExitUsage, c.hint, errOut)
 			}
 			ingestWantPrefixOnce(t, errOut)
 		})
 	}
 	// A bad endpoint (a configuration error) says it once too.
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "ftp://"+plainTS.Addr, "-token", "t", "-table", plainTS.Table, file)
-	if code != exitUsage {
-		t.Fatalf("exit %d, want %d: %s", code, exitUsage, errOut)
+	if code != cli.ExitUsage {
+		t.Fatalf("exit %d, want %d: %s", code, cli.ExitUsage, errOut)
 	}
 	ingestWantPrefixOnce(t, errOut)
 }
@@ -613,8 +614,8 @@ func TestIngestUnreachable(t *testing.T) {
 	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
 	addr := ingestFreeAddr(t)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
-	if code != exitUnreachable || !strings.Contains(errOut, "retries exhausted") {
-		t.Fatalf("exit %d, want %d after the retries: %s", code, exitUnreachable, errOut)
+	if code != cli.ExitUnreachable || !strings.Contains(errOut, "retries exhausted") {
+		t.Fatalf("exit %d, want %d after the retries: %s", code, cli.ExitUnreachable, errOut)
 	}
 	ingestWantPrefixOnce(t, errOut)
 }
@@ -660,7 +661,7 @@ func TestIngestOpenServerNoToken(t *testing.T) {
 	ts := servertest.Start(t, servertest.Open())
 	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 10)
 	code, out, _ := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-table", ts.Table, file)
-	if code != exitOK || !strings.Contains(out, "done: 10 records") {
+	if code != cli.ExitOK || !strings.Contains(out, "done: 10 records") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 10)

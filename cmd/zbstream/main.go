@@ -18,14 +18,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // command is one subcommand: run parses args and does the work; its error,
@@ -60,9 +59,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
-			return exitUsage
+			return cli.ExitUsage
 		}
-		return exitOK
+		return cli.ExitOK
 	}
 	name := args[0]
 	if name == "-version" || name == "--version" {
@@ -70,12 +69,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == name {
-			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+			return cli.Exit(c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "zbstream: unknown command %q\n\n", args[0])
 	usage(stderr)
-	return exitUsage
+	return cli.ExitUsage
 }
 
 func usage(w io.Writer) {
@@ -84,56 +83,4 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun \"zbstream <command> -h\" for a command's flags.")
-}
-
-// Exit codes, distinct per kind of failure so that scripts can tell them
-// apart.
-const (
-	exitOK          = 0
-	exitFailure     = 1 // the work failed (a verification, a stream)
-	exitUsage       = 2 // bad flags or arguments
-	exitInput       = 3 // an input file is unreadable or malformed
-	exitUnreachable = 4 // the server cannot be reached
-	exitAuth        = 5 // the server refused the credentials or the table
-	exitInterrupted = 130
-)
-
-// exitError is an error with the exit code it should end the process with.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// withCode attaches an exit code to err (nil stays nil).
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
-// exitCode prints err and returns the code it carries: a usage error is
-// exitUsage, an interruption exitInterrupted, anything else exitFailure
-// unless it carries its own.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil {
-		return exitOK
-	}
-	var ee *exitError
-	code := exitFailure
-	switch {
-	case errors.As(err, &ee):
-		code = ee.code
-	case errors.Is(err, errHelp):
-		return exitOK
-	case errors.Is(err, context.Canceled):
-		code = exitInterrupted
-	}
-	// The library's errors start with "zbstream: " (core.Prefix), and so
-	// do the command's that wrap one (core.Errorf): say it once.
-	fmt.Fprintln(stderr, "zbstream:", core.Unprefixed(err))
-	return code
 }

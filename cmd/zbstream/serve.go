@@ -84,7 +84,7 @@ type serveConfig struct {
 
 func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
 	c := &serveConfig{}
-	fs := newFlags("serve", serveSynopsis, stderr)
+	fs := cli.NewFlags("serve", serveSynopsis, stderr)
 	fs.StringVar(&c.addr, "addr", defaultServeAddr, "`host:port` to serve gRPC on (port 0: any free port, printed)")
 	fs.StringVar(&c.admin, "admin", defaultAdminAddr, "`host:port` of the read-only admin HTTP endpoint, or \"off\"")
 	fs.StringVar(&c.data, "data", defaultDataDir(), "`directory` of the bolt engine's database (created if missing)")
@@ -127,7 +127,7 @@ func defaultDataDir() string {
 // runServe is the serve command.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, c := serveFlags(stderr)
-	if err := parseFlags(fs, args, false); err != nil {
+	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
 	log, err := serveLogger(stderr, c.logLevel, c.logFmt)
@@ -307,9 +307,9 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, []server.OAuthClient, e
 	}
 	switch {
 	case c.open:
-		return nil, nil, nil, usageErr("-open and -oauth exclude each other")
+		return nil, nil, nil, cli.UsageErr("-open and -oauth exclude each other")
 	case c.admin == "off" || c.admin == "":
-		return nil, nil, nil, usageErr("-oauth serves the token endpoint on the admin address: it needs -admin")
+		return nil, nil, nil, cli.UsageErr("-oauth serves the token endpoint on the admin address: it needs -admin")
 	}
 	if auth == nil {
 		auth = server.NewAuth(nil)
@@ -323,13 +323,13 @@ func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 	switch c.engine {
 	case "bolt":
 		if c.data == "" {
-			return nil, nil, usageErr("-engine bolt needs -data DIR (no user cache directory to default to)")
+			return nil, nil, cli.UsageErr("-engine bolt needs -data DIR (no user cache directory to default to)")
 		}
 	case "memory", "ackonly":
 	case "ack-only":
 		c.engine = "ackonly"
 	default:
-		return nil, nil, usageErr("-engine %q: want bolt, memory or ackonly", c.engine)
+		return nil, nil, cli.UsageErr("-engine %q: want bolt, memory or ackonly", c.engine)
 	}
 	if err := checkHostPort("-addr", c.addr); err != nil {
 		return nil, nil, err
@@ -340,24 +340,24 @@ func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 		}
 	}
 	if (c.tlsCert == "") != (c.tlsKey == "") {
-		return nil, nil, usageErr("-tls-cert and -tls-key go together")
+		return nil, nil, cli.UsageErr("-tls-cert and -tls-key go together")
 	}
 	switch {
 	case c.opts.SessionAge < 0, c.opts.CloseGrace < 0, c.opts.FirstMessageTimeout < 0, c.opts.IdleTimeout < 0, c.opts.StopGrace < 0,
 		c.opts.KeepaliveMinTime < 0, c.opts.KeepaliveTime < 0, c.opts.KeepaliveTimeout < 0:
-		return nil, nil, usageErr("durations must not be negative")
+		return nil, nil, cli.UsageErr("durations must not be negative")
 	case c.opts.MaxConnectionsPerPrincipal < 0:
-		return nil, nil, usageErr("-max-connections-per-principal must not be negative")
+		return nil, nil, cli.UsageErr("-max-connections-per-principal must not be negative")
 	// 0 would be the library's default; the bound leaves room for the
 	// memory limit's headroom and for 9/8 of a message.
 	case c.receiveBudget == 0 || c.receiveBudget > serveMaxBytes:
-		return nil, nil, usageErr("-receive-budget must be between 1 and %d bytes", serveMaxBytes)
+		return nil, nil, cli.UsageErr("-receive-budget must be between 1 and %d bytes", serveMaxBytes)
 	case c.maxMessage == 0 || c.maxMessage > serveMaxBytes:
-		return nil, nil, usageErr("-max-message-bytes must be between 1 and %d bytes", serveMaxBytes)
+		return nil, nil, cli.UsageErr("-max-message-bytes must be between 1 and %d bytes", serveMaxBytes)
 	case c.maxConcurrent > 1<<31-1:
-		return nil, nil, usageErr("-max-concurrent-streams %d is too large", c.maxConcurrent)
+		return nil, nil, cli.UsageErr("-max-concurrent-streams %d is too large", c.maxConcurrent)
 	case c.opts.SessionAge > 0 && c.opts.CloseGrace >= c.opts.SessionAge:
-		return nil, nil, usageErr("-grace %v must be shorter than -rotate %v", c.opts.CloseGrace, c.opts.SessionAge)
+		return nil, nil, cli.UsageErr("-grace %v must be shorter than -rotate %v", c.opts.CloseGrace, c.opts.SessionAge)
 	}
 	tokens, err := buildTokens(c.tokens, c.tokensFile)
 	if err != nil {
@@ -365,14 +365,14 @@ func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 	}
 	if len(tokens) > 0 {
 		if c.open {
-			return nil, nil, usageErr("-open and -token/-tokens-file exclude each other")
+			return nil, nil, cli.UsageErr("-open and -token/-tokens-file exclude each other")
 		}
 		return server.NewAuth(tokens), tokens, nil
 	}
 	if !c.open && len(c.oauth) == 0 {
 		for _, a := range []struct{ flag, addr string }{{"-addr", c.addr}, {"-admin", c.admin}} {
 			if a.addr != "off" && a.addr != "" && !isLoopbackAddr(a.addr) {
-				return nil, nil, usageErr("no -token: open mode on %s %s (not loopback) needs -open", a.flag, a.addr)
+				return nil, nil, cli.UsageErr("no -token: open mode on %s %s (not loopback) needs -open", a.flag, a.addr)
 			}
 		}
 	}
@@ -391,7 +391,7 @@ func (adminWithoutTokens) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // checkHostPort refuses an address net.Listen would not take.
 func checkHostPort(flagName, addr string) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return usageErr("%s %q: want host:port (%v)", flagName, addr, err)
+		return cli.UsageErr("%s %q: want host:port (%v)", flagName, addr, err)
 	}
 	return nil
 }
@@ -425,12 +425,12 @@ func serveListen(what, addr string) (net.Listener, error) {
 func loadServeTLS(cert, key string) (*tls.Config, error) {
 	for _, f := range []string{cert, key} {
 		if _, err := os.Stat(f); err != nil {
-			return nil, withCode(exitInput, fmt.Errorf("TLS: %w", err))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("TLS: %w", err))
 		}
 	}
 	conf, err := server.LoadTLS(cert, key)
 	if err != nil {
-		return nil, withCode(exitInput, fmt.Errorf("TLS certificate %s / key %s: %w", cert, key, err))
+		return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("TLS certificate %s / key %s: %w", cert, key, err))
 	}
 	return conf, nil
 }
@@ -451,7 +451,7 @@ func openBolt(dir string) (*server.BoltStore, error) {
 func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, usageErr("-log-level %q: want debug, info, warn or error", level)
+		return nil, cli.UsageErr("-log-level %q: want debug, info, warn or error", level)
 	}
 	ho := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -460,7 +460,7 @@ func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, ho)), nil
 	}
-	return nil, usageErr("-log-format %q: want text or json", format)
+	return nil, cli.UsageErr("-log-format %q: want text or json", format)
 }
 
 func dataLog(c *serveConfig) string {

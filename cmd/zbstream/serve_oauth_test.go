@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	zerobus "github.com/zbstream/zbstream/zerobus"
 )
 
@@ -94,8 +95,8 @@ func TestServeOAuthFlagErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"serve", "-engine", "memory"}, tc.args...)
 			code, _, errs := runCmd(t, args...)
-			if code != exitUsage || !strings.Contains(errs, tc.msg) {
-				t.Fatalf("exit %d, want %d; stderr should contain %q:\n%s", code, exitUsage, tc.msg, errs)
+			if code != cli.ExitUsage || !strings.Contains(errs, tc.msg) {
+				t.Fatalf("exit %d, want %d; stderr should contain %q:\n%s", code, cli.ExitUsage, tc.msg, errs)
 			}
 			if strings.Contains(errs, ":pw") || strings.Contains(errs, "etl:a") {
 				t.Fatalf("the secret in the message:\n%s", errs)

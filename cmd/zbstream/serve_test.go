@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -64,8 +65,8 @@ func TestServeStreamsEndToEnd(t *testing.T) {
 		}
 	}
 	// Another principal's stream is not found, as if it did not exist.
-	wantCode(t, exitFailure, "streams", "show", idB, "-admin", srv.admin)
-	wantCode(t, exitFailure, "streams", "show", "ps-nonexistent", "-admin", srv.admin)
+	wantCode(t, cli.ExitFailure, "streams", "show", idB, "-admin", srv.admin)
+	wantCode(t, cli.ExitFailure, "streams", "show", "ps-nonexistent", "-admin", srv.admin)
 
 	out = wantCode(t, 0, "streams", "records", "-admin", srv.admin, idA)
 	if out != "{\"seq\":0}\n{\"seq\":1}\n{\"seq\":2}\n" {
@@ -86,10 +87,10 @@ func TestServeStreamsEndToEnd(t *testing.T) {
 	}
 
 	// Refused credentials: 5, for the admin endpoint and for the RPC.
-	wantCode(t, exitAuth, "streams", "list", "-admin", srv.admin, "-token", "wrong")
-	wantCode(t, exitAuth, "streams", "retire", idA, "-endpoint", srv.endpoint, "-table", tableA, "-token", "wrong")
+	wantCode(t, cli.ExitAuth, "streams", "list", "-admin", srv.admin, "-token", "wrong")
+	wantCode(t, cli.ExitAuth, "streams", "retire", idA, "-endpoint", srv.endpoint, "-table", tableA, "-token", "wrong")
 	// Bob may not retire alice's stream: not found.
-	wantCode(t, exitFailure, "streams", "retire", idA, "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-bob")
+	wantCode(t, cli.ExitFailure, "streams", "retire", idA, "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-bob")
 
 	// Retire, the table looked up through the admin endpoint.
 	out = wantCode(t, 0, "streams", "retire", idA, "-admin", srv.admin, "-endpoint", srv.endpoint)
@@ -199,32 +200,32 @@ func TestServeFlagErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{"help", exitOK, []string{"-h"}, "Usage: zbstream serve"},
-		{"unknown flag", exitUsage, []string{"-nope"}, "flag provided but not defined"},
-		{"stray argument", exitUsage, []string{"extra"}, "unexpected argument"},
-		{"bad engine", exitUsage, []string{"-engine", "rocks"}, "want bolt, memory or ackonly"},
-		{"bad addr", exitUsage, append([]string{"-addr", "nohostport"}, mem...), "want host:port"},
-		{"bad duration", exitUsage, []string{"-rotate", "soon"}, "invalid value"},
-		{"grace over rotate", exitUsage, append([]string{"-rotate", "1s", "-grace", "2s"}, mem...), "shorter than -rotate"},
-		{"negative limit", exitUsage, append([]string{"-max-connections-per-principal", "-1"}, mem...), "negative"},
-		{"bad bytes", exitUsage, []string{"-receive-budget", "lots"}, `invalid value "lots" for flag -receive-budget: want a number of bytes`},
-		{"zero bytes", exitUsage, append([]string{"-max-message-bytes", "0"}, mem...), "-max-message-bytes must be between 1 and"},
-		{"bad log level", exitUsage, []string{"-log-level", "loud"}, "-log-level"},
-		{"token spec without table", exitUsage, append([]string{"-token", "alice:tok"}, mem...), "want name:TOKEN"},
-		{"token spec bad table", exitUsage, append([]string{"-token", "alice:tok:notatable"}, mem...), "not catalog.schema.table"},
-		{"token spec empty token", exitUsage, append([]string{"-token", "alice::main.a.b"}, mem...), "empty token"},
-		{"duplicate token", exitUsage, append([]string{"-token", "a:t:main.a.b", "-token", "b:t:main.a.b"}, mem...), "twice"},
-		{"bad tokens file", exitInput, append([]string{"-tokens-file", badTokens}, mem...), badTokens + ":3"},
-		{"missing tokens file", exitInput, append([]string{"-tokens-file", filepath.Join(dir, "none")}, mem...), "tokens file"},
-		{"open with tokens", exitUsage, append([]string{"-open", "-token", "a:t:main.a.b"}, mem...), "exclude"},
-		{"open mode off loopback", exitUsage, append([]string{"-addr", "0.0.0.0:0"}, mem...), "needs -open"},
-		{"cert without key", exitUsage, append([]string{"-tls-cert", "c.pem"}, mem...), "go together"},
-		{"missing TLS files", exitInput, append([]string{"-tls-cert", filepath.Join(dir, "c.pem"), "-tls-key", filepath.Join(dir, "k.pem")}, mem...), "TLS"},
-		{"bad TLS files", exitInput, append([]string{"-tls-cert", badTokens, "-tls-key", badTokens}, mem...), "TLS certificate"},
-		{"port in use", exitFailure, append([]string{"-addr", busy.Addr().String()}, mem...), "already in use"},
-		{"admin port in use", exitFailure, append([]string{"-addr", "127.0.0.1:0", "-admin", busy.Addr().String()}, mem...), "already in use"},
-		{"data dir in use", exitFailure, []string{"-addr", "127.0.0.1:0", "-admin", "off", "-data", lockedDir}, "in use by another process"},
-		{"bolt without data", exitUsage, []string{"-data", ""}, "needs -data"},
+		{"help", cli.ExitOK, []string{"-h"}, "Usage: zbstream serve"},
+		{"unknown flag", cli.ExitUsage, []string{"-nope"}, "flag provided but not defined"},
+		{"stray argument", cli.ExitUsage, []string{"extra"}, "unexpected argument"},
+		{"bad engine", cli.ExitUsage, []string{"-engine", "rocks"}, "want bolt, memory or ackonly"},
+		{"bad addr", cli.ExitUsage, append([]string{"-addr", "nohostport"}, mem...), "want host:port"},
+		{"bad duration", cli.ExitUsage, []string{"-rotate", "soon"}, "invalid value"},
+		{"grace over rotate", cli.ExitUsage, append([]string{"-rotate", "1s", "-grace", "2s"}, mem...), "shorter than -rotate"},
+		{"negative limit", cli.ExitUsage, append([]string{"-max-connections-per-principal", "-1"}, mem...), "negative"},
+		{"bad bytes", cli.ExitUsage, []string{"-receive-budget", "lots"}, `invalid value "lots" for flag -receive-budget: want a number of bytes`},
+		{"zero bytes", cli.ExitUsage, append([]string{"-max-message-bytes", "0"}, mem...), "-max-message-bytes must be between 1 and"},
+		{"bad log level", cli.ExitUsage, []string{"-log-level", "loud"}, "-log-level"},
+		{"token spec without table", cli.ExitUsage, append([]string{"-token", "alice:tok"}, mem...), "want name:TOKEN"},
+		{"token spec bad table", cli.ExitUsage, append([]string{"-token", "alice:tok:notatable"}, mem...), "not catalog.schema.table"},
+		{"token spec empty token", cli.ExitUsage, append([]string{"-token", "alice::main.a.b"}, mem...), "empty token"},
+		{"duplicate token", cli.ExitUsage, append([]string{"-token", "a:t:main.a.b", "-token", "b:t:main.a.b"}, mem...), "twice"},
+		{"bad tokens file", cli.ExitInput, append([]string{"-tokens-file", badTokens}, mem...), badTokens + ":3"},
+		{"missing tokens file", cli.ExitInput, append([]string{"-tokens-file", filepath.Join(dir, "none")}, mem...), "tokens file"},
+		{"open with tokens", cli.ExitUsage, append([]string{"-open", "-token", "a:t:main.a.b"}, mem...), "exclude"},
+		{"open mode off loopback", cli.ExitUsage, append([]string{"-addr", "0.0.0.0:0"}, mem...), "needs -open"},
+		{"cert without key", cli.ExitUsage, append([]string{"-tls-cert", "c.pem"}, mem...), "go together"},
+		{"missing TLS files", cli.ExitInput, append([]string{"-tls-cert", filepath.Join(dir, "c.pem"), "-tls-key", filepath.Join(dir, "k.pem")}, mem...), "TLS"},
+		{"bad TLS files", cli.ExitInput, append([]string{"-tls-cert", badTokens, "-tls-key", badTokens}, mem...), "TLS certificate"},
+		{"port in use", cli.ExitFailure, append([]string{"-addr", busy.Addr().String()}, mem...), "already in use"},
+		{"admin port in use", cli.ExitFailure, append([]string{"-addr", "127.0.0.1:0", "-admin", busy.Addr().String()}, mem...), "already in use"},
+		{"data dir in use", cli.ExitFailure, []string{"-addr", "127.0.0.1:0", "-admin", "off", "-data", lockedDir}, "in use by another process"},
+		{"bolt without data", cli.ExitUsage, []string{"-data", ""}, "needs -data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"serve", "-data", data}, tc.args...)
@@ -258,11 +259,11 @@ func TestServeTLS(t *testing.T) {
 	if !strings.Contains(out, "WATERMARK") {
 		t.Fatalf("list:\n%s", out)
 	}
-	wantCode(t, exitFailure, "streams", "retire", "ps-none", "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-alice", "-ca", cert)
+	wantCode(t, cli.ExitFailure, "streams", "retire", "ps-none", "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-alice", "-ca", cert)
 	// Without -ca the retire is a usage error that names the flag.
 	code, _, errs := runCmd(t, "streams", "retire", "ps-none", "-endpoint", srv.endpoint, "-table", tableA, "-token", "tok-alice")
-	if code != exitUsage || !strings.Contains(errs, "with -ca)") {
-		t.Fatalf("retire without -ca: exit %d, want %d naming -ca: %s", code, exitUsage, errs)
+	if code != cli.ExitUsage || !strings.Contains(errs, "with -ca)") {
+		t.Fatalf("retire without -ca: exit %d, want %d naming -ca: %s", code, cli.ExitUsage, errs)
 	}
 	ingestWantPrefixOnce(t, errs)
 }

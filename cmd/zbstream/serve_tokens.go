@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/record"
 	"github.com/zbstream/zbstream/server"
 )
@@ -70,7 +71,7 @@ func buildTokens(specs []string, file string) (tokenTable, error) {
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
-			return nil, withCode(exitInput, fmt.Errorf("tokens file: %w", err))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("tokens file: %w", err))
 		}
 		defer f.Close()
 		sc := bufio.NewScanner(f)
@@ -82,7 +83,7 @@ func buildTokens(specs []string, file string) (tokenTable, error) {
 			all = append(all, src{fmt.Sprintf("%s:%d", file, n), line})
 		}
 		if err := sc.Err(); err != nil {
-			return nil, withCode(exitInput, fmt.Errorf("tokens file %s: %w", file, err))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("tokens file %s: %w", file, err))
 		}
 	}
 	tokens := tokenTable{}
@@ -90,20 +91,20 @@ func buildTokens(specs []string, file string) (tokenTable, error) {
 	for _, s := range all {
 		tok, p, err := parseTokenSpec(s.spec)
 		if err != nil {
-			code := exitUsage
+			code := cli.ExitUsage
 			if !strings.HasPrefix(s.where, "-token") {
-				code = exitInput
+				code = cli.ExitInput
 			}
-			return nil, withCode(code, fmt.Errorf("%s: %w", s.where, err))
+			return nil, cli.WithCode(code, fmt.Errorf("%s: %w", s.where, err))
 		}
 		if _, dup := tokens[tok]; dup {
-			return nil, withCode(exitUsage, fmt.Errorf("%s: principal %q: the same token is given twice", s.where, p.Name))
+			return nil, cli.WithCode(cli.ExitUsage, fmt.Errorf("%s: principal %q: the same token is given twice", s.where, p.Name))
 		}
 		// A name is who owns a stream (StreamMeta.Principal): two scopes
 		// under one name would let each token resume, retire and read the
 		// other's streams.
 		if q, seen := scopes[p.Name]; seen && !sameTables(q.Tables, p.Tables) {
-			return nil, withCode(exitUsage, fmt.Errorf("%s: principal %q is given twice with different tables (%s and %s): use one name per scope",
+			return nil, cli.WithCode(cli.ExitUsage, fmt.Errorf("%s: principal %q is given twice with different tables (%s and %s): use one name per scope",
 				s.where, p.Name, strings.Join(q.Tables, ","), strings.Join(p.Tables, ",")))
 		}
 		scopes[p.Name] = p
@@ -164,10 +165,10 @@ func buildOAuth(specs []string) ([]server.OAuthClient, error) {
 	for i, s := range specs {
 		c, err := parseOAuthSpec(s)
 		if err != nil {
-			return nil, usageErr("-oauth #%d: %v", i+1, err)
+			return nil, cli.UsageErr("-oauth #%d: %v", i+1, err)
 		}
 		if seen[c.ID] {
-			return nil, usageErr("-oauth #%d: OAuth client %q is given twice", i+1, c.ID)
+			return nil, cli.UsageErr("-oauth #%d: OAuth client %q is given twice", i+1, c.ID)
 		}
 		seen[c.ID] = true
 		clients = append(clients, c)

@@ -48,8 +48,8 @@ func TestSizeFlags(t *testing.T) {
 			for _, bad := range []string{"1.5.5MB", "10M", "-1", "10XB"} {
 				var out, errb bytes.Buffer
 				code := run(t.Context(), []string{c.cmd, "-" + name, bad}, &out, &errb)
-				if msg := `invalid value "` + bad + `" for flag -` + name + ": "; code != exitUsage || !strings.Contains(errb.String(), msg) {
-					t.Errorf("%s -%s %s: exit %d, want %d; stderr should contain %q:\n%s%s", c.cmd, name, bad, code, exitUsage, msg, out.String(), errb.String())
+				if msg := `invalid value "` + bad + `" for flag -` + name + ": "; code != cli.ExitUsage || !strings.Contains(errb.String(), msg) {
+					t.Errorf("%s -%s %s: exit %d, want %d; stderr should contain %q:\n%s%s", c.cmd, name, bad, code, cli.ExitUsage, msg, out.String(), errb.String())
 				}
 			}
 		}
@@ -70,7 +70,7 @@ func TestSizeFlagsHelp(t *testing.T) {
 		for _, sub := range append(subs[c.name], "") {
 			args := slices.DeleteFunc([]string{c.name, sub, "-h"}, func(s string) bool { return s == "" })
 			var out bytes.Buffer
-			if code := run(t.Context(), args, &out, &out); code != exitOK {
+			if code := run(t.Context(), args, &out, &out); code != cli.ExitOK {
 				t.Fatalf("%s: exit %d\n%s", args, code, out.String())
 			}
 			for name, usage := range helpFlags(out.String()) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/spool"
 )
 
@@ -30,27 +31,27 @@ costs.
 func runSpoolCmd(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, spoolUsage)
-		return usageErr("spool: missing subcommand (check or repair)")
+		return cli.UsageErr("spool: missing subcommand (check or repair)")
 	}
 	sub := args[0]
 	switch sub {
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stderr, spoolUsage)
-		return errHelp
+		return cli.ErrHelp
 	case "check", "repair":
 	default:
 		fmt.Fprint(stderr, spoolUsage)
-		return usageErr("spool: unknown subcommand %q", sub)
+		return cli.UsageErr("spool: unknown subcommand %q", sub)
 	}
-	fs := newFlags("spool "+sub, "spool "+sub+" [flags] DIR", stderr)
+	fs := cli.NewFlags("spool "+sub, "spool "+sub+" [flags] DIR", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parseInterspersed(fs, args[1:])
+	pos, err := cli.ParseAnywhere(fs, args[1:])
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return usageErr("spool %s: want one spool directory, got %d arguments", sub, len(pos))
+		return cli.UsageErr("spool %s: want one spool directory, got %d arguments", sub, len(pos))
 	}
 	dir := pos[0]
 	if sub == "check" {
@@ -59,13 +60,13 @@ func runSpoolCmd(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return spoolRepair(dir, *asJSON, stdout)
 }
 
-// spoolErr gives a spool error its exit code: damage 1 (exitFailure),
-// a directory that cannot be read as a spool 3 (exitInput).
+// spoolErr gives a spool error its exit code: damage 1 (cli.ExitFailure),
+// a directory that cannot be read as a spool 3 (cli.ExitInput).
 func spoolErr(err error) error {
 	if errors.Is(err, spool.ErrCorrupt) || errors.Is(err, spool.ErrLocked) {
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
-	return withCode(exitInput, err)
+	return cli.WithCode(cli.ExitInput, err)
 }
 
 func spoolCheck(dir string, asJSON bool, stdout io.Writer) error {
@@ -81,7 +82,7 @@ func spoolCheck(dir string, asJSON bool, stdout io.Writer) error {
 		printSpoolReport(stdout, r)
 	}
 	if !r.Clean() {
-		return withCode(exitFailure, fmt.Errorf("spool %s is damaged (%d damaged places): Open refuses it; \"zbstream spool repair %s\" moves the damage aside", dir, len(r.Damage), dir))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("spool %s is damaged (%d damaged places): Open refuses it; \"zbstream spool repair %s\" moves the damage aside", dir, len(r.Damage), dir))
 	}
 	return nil
 }

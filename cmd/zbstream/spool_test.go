@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server/servertest"
 	"github.com/zbstream/zbstream/spool"
 )
@@ -48,7 +49,7 @@ func spoolWithCalls(t *testing.T) (*zbstream.Client, *servertest.Server, string)
 // watermark.
 func TestSpoolCheckRepair(t *testing.T) {
 	c, ts, dir := spoolWithCalls(t)
-	out := wantCode(t, exitOK, "spool", "check", dir)
+	out := wantCode(t, cli.ExitOK, "spool", "check", dir)
 	if !strings.Contains(out, "offsets 0..4") || !strings.Contains(out, "clean") {
 		t.Fatalf("check of a clean spool:\n%s", out)
 	}
@@ -67,19 +68,19 @@ func TestSpoolCheckRepair(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs := runCmd(t, "spool", "check", dir)
-	if code != exitFailure || !strings.Contains(out, "DAMAGED") ||
+	if code != cli.ExitFailure || !strings.Contains(out, "DAMAGED") ||
 		!strings.Contains(out, fmt.Sprintf("damage: 00000000000000000000.seg at byte %d", pos)) ||
 		!strings.Contains(out, "offsets 2..4 at stake") || !strings.Contains(errs, "zbstream spool repair") {
 		t.Fatalf("check of a damaged spool: exit %d\n%s\n%s", code, out, errs)
 	}
 	code, out, _ = runCmd(t, "spool", "check", "-json", dir)
 	var r spool.Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFailure || len(r.Damage) != 1 ||
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != cli.ExitFailure || len(r.Damage) != 1 ||
 		r.Damage[0].AtStake != (spool.Offsets{First: 2, Count: 3}) {
 		t.Fatalf("check -json: exit %d, %v\n%s", code, err, out)
 	}
 
-	out = wantCode(t, exitOK, "spool", "repair", dir)
+	out = wantCode(t, cli.ExitOK, "spool", "repair", dir)
 	for _, want := range []string{"moved aside: " + seg + ".damaged", "kept: offsets 0..1", "at stake: offsets 2..4"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("repair: no %q in\n%s", want, out)
@@ -88,11 +89,11 @@ func TestSpoolCheckRepair(t *testing.T) {
 	if b, err := os.ReadFile(seg + ".damaged"); err != nil || string(b) != string(data) {
 		t.Fatalf("the damaged segment was not kept whole: %v", err)
 	}
-	out = wantCode(t, exitOK, "spool", "check", dir)
+	out = wantCode(t, cli.ExitOK, "spool", "check", dir)
 	if !strings.Contains(out, "repaired: offsets 2..4") {
 		t.Fatalf("check after the repair:\n%s", out)
 	}
-	if out := wantCode(t, exitOK, "spool", "repair", dir); !strings.Contains(out, "nothing to repair") {
+	if out := wantCode(t, cli.ExitOK, "spool", "repair", dir); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("second repair:\n%s", out)
 	}
 
@@ -117,15 +118,15 @@ func TestSpoolUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{exitOK, []string{"-h"}, "Subcommands:"},
-		{exitOK, []string{"check", "-h"}, "-json"},
-		{exitUsage, nil, "missing subcommand"},
-		{exitUsage, []string{"bogus"}, "unknown subcommand"},
-		{exitUsage, []string{"check"}, "want one spool directory"},
-		{exitUsage, []string{"repair", "a", "b"}, "want one spool directory"},
-		{exitUsage, []string{"check", "-nope", "d"}, "flag provided but not defined"},
-		{exitInput, []string{"check", filepath.Join(t.TempDir(), "missing")}, "no such file"},
-		{exitInput, []string{"repair", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{cli.ExitOK, []string{"-h"}, "Subcommands:"},
+		{cli.ExitOK, []string{"check", "-h"}, "-json"},
+		{cli.ExitUsage, nil, "missing subcommand"},
+		{cli.ExitUsage, []string{"bogus"}, "unknown subcommand"},
+		{cli.ExitUsage, []string{"check"}, "want one spool directory"},
+		{cli.ExitUsage, []string{"repair", "a", "b"}, "want one spool directory"},
+		{cli.ExitUsage, []string{"check", "-nope", "d"}, "flag provided but not defined"},
+		{cli.ExitInput, []string{"check", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{cli.ExitInput, []string{"repair", filepath.Join(t.TempDir(), "missing")}, "no such file"},
 	} {
 		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
 			code, _, errs := runCmd(t, append([]string{"spool"}, tc.args...)...)

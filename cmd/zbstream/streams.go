@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // Environment variables read by the streams command when the flag is not
@@ -56,7 +57,7 @@ type streamsFlags struct {
 
 func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *streamsFlags) {
 	f := &streamsFlags{}
-	fs := newFlags("streams "+sub, "streams "+synopsis, stderr)
+	fs := cli.NewFlags("streams "+sub, "streams "+synopsis, stderr)
 	fs.StringVar(&f.admin, "admin", "", "admin endpoint `URL` of the server (default $"+envAdmin+" or "+defaultAdminURL+")")
 	fs.StringVar(&f.data, "data", "", "read this bolt data `directory` directly instead (the server must not be running on it)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default $"+envToken+"); none: an open-mode server")
@@ -77,24 +78,24 @@ func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *st
 func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, streamsUsage)
-		return usageErr("streams: missing subcommand (list, show, records or retire)")
+		return cli.UsageErr("streams: missing subcommand (list, show, records or retire)")
 	}
 	sub := args[0]
 	var synopsis string
 	switch sub {
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stderr, streamsUsage)
-		return errHelp
+		return cli.ErrHelp
 	case "list":
 		synopsis = "list [flags]"
 	case "show", "records", "retire":
 		synopsis = sub + " [flags] ID"
 	default:
 		fmt.Fprint(stderr, streamsUsage)
-		return usageErr("streams: unknown subcommand %q", sub)
+		return cli.UsageErr("streams: unknown subcommand %q", sub)
 	}
 	fs, f := newStreamsFlags(sub, synopsis, stderr)
-	pos, err := parseInterspersed(fs, args[1:])
+	pos, err := cli.ParseAnywhere(fs, args[1:])
 	if err != nil {
 		return err
 	}
@@ -105,17 +106,17 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(pos) != want {
 		fs.Usage()
 		if want == 0 {
-			return usageErr("streams list: unexpected argument %q", pos[0])
+			return cli.UsageErr("streams list: unexpected argument %q", pos[0])
 		}
-		return usageErr("streams %s: want one stream ID, got %d arguments", sub, len(pos))
+		return cli.UsageErr("streams %s: want one stream ID, got %d arguments", sub, len(pos))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if set["data"] && (set["admin"] || set["endpoint"]) {
-		return usageErr("-data reads a directory directly: it excludes -admin and -endpoint")
+		return cli.UsageErr("-data reads a directory directly: it excludes -admin and -endpoint")
 	}
 	if f.from < 0 || f.limit < 0 {
-		return usageErr("-from and -limit must not be negative")
+		return cli.UsageErr("-from and -limit must not be negative")
 	}
 	if f.token == "" {
 		f.token = os.Getenv(envToken)
@@ -155,22 +156,6 @@ func runStreams(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return streamsRecords(ctx, src, pos[0], f, stdout)
 	default:
 		return streamsRetire(ctx, src, pos[0], f, stdout)
-	}
-}
-
-// parseInterspersed parses flags before, between and after positional
-// arguments ("show ID -json" as well as "show -json ID").
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := parseFlags(fs, args, true); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
 	}
 }
 
@@ -318,13 +303,13 @@ func retireRPC(ctx context.Context, f *streamsFlags, table, id string) (int64, e
 	}
 	if f.ca != "" {
 		if _, err := os.Stat(f.ca); err != nil {
-			return 0, withCode(exitInput, fmt.Errorf("-ca: %w", err))
+			return 0, cli.WithCode(cli.ExitInput, fmt.Errorf("-ca: %w", err))
 		}
 		opts = append(opts, zbstream.WithCAFile(f.ca))
 	}
 	c, err := zbstream.NewClient(f.endpoint, opts...)
 	if err != nil {
-		return 0, clientErr(err)
+		return 0, cli.ClientErr(err, "-ca-file")
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, retireTimeout)
@@ -340,16 +325,16 @@ func retireRPC(ctx context.Context, f *streamsFlags, table, id string) (int64, e
 // (NOT_FOUND for an unknown stream or another principal's); an unreachable
 // server or a usage mistake (a TLS mismatch) keeps clientErr's words.
 func retireErr(err error) error {
-	e := clientErrCA(err, "-ca")
+	e := cli.ClientErr(err, "-ca")
 	var st *status.Status
 	for inner := err; inner != nil; inner = errors.Unwrap(inner) {
 		if s, ok := status.FromError(inner); ok {
 			st = s // the innermost: the server's own message
 		}
 	}
-	var ee *exitError
-	if st != nil && st.Code() != codes.Unknown && errors.As(e, &ee) && ee.code != exitUnreachable && ee.code != exitUsage {
-		return withCode(ee.code, fmt.Errorf("retire refused: %s: %s", st.Code(), st.Message()))
+	var ee *cli.ExitError
+	if st != nil && st.Code() != codes.Unknown && errors.As(e, &ee) && ee.Code != cli.ExitUnreachable && ee.Code != cli.ExitUsage {
+		return cli.WithCode(ee.Code, fmt.Errorf("retire refused: %s: %s", st.Code(), st.Message()))
 	}
 	return e
 }

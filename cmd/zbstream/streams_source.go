@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -30,7 +31,7 @@ type streamSource interface {
 }
 
 func streamNotFound(id string) error {
-	return withCode(exitFailure, fmt.Errorf("stream %q not found", id))
+	return cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %q not found", id))
 }
 
 // adminSource reads a server's admin endpoint.
@@ -45,7 +46,7 @@ const adminRequestTimeout = 30 * time.Second
 func newAdminSource(rawURL, token, caFile string) (*adminSource, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usageErr("-admin %q: want http://host:port or https://host:port", rawURL)
+		return nil, cli.UsageErr("-admin %q: want http://host:port or https://host:port", rawURL)
 	}
 	tr := &http.Transport{
 		Proxy:             http.ProxyFromEnvironment,
@@ -54,11 +55,11 @@ func newAdminSource(rawURL, token, caFile string) (*adminSource, error) {
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, withCode(exitInput, fmt.Errorf("-ca: %w", err))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("-ca: %w", err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, withCode(exitInput, fmt.Errorf("-ca %s: no PEM certificate in it", caFile))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("-ca %s: no PEM certificate in it", caFile))
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -87,12 +88,12 @@ func (a *adminSource) get(ctx context.Context, path string, q url.Values, out an
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return withCode(exitUnreachable, fmt.Errorf("admin endpoint %s unreachable (is \"zbstream serve\" running, with its -admin there?): %w", a.base.Redacted(), unwrapURLError(err)))
+		return cli.WithCode(cli.ExitUnreachable, fmt.Errorf("admin endpoint %s unreachable (is \"zbstream serve\" running, with its -admin there?): %w", a.base.Redacted(), unwrapURLError(err)))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return withCode(exitUnreachable, fmt.Errorf("admin endpoint %s: reading the answer: %w", a.base.Redacted(), err))
+		return cli.WithCode(cli.ExitUnreachable, fmt.Errorf("admin endpoint %s: reading the answer: %w", a.base.Redacted(), err))
 	}
 	if resp.StatusCode != http.StatusOK {
 		var ae adminError
@@ -106,19 +107,19 @@ func (a *adminSource) get(ctx context.Context, path string, q url.Values, out an
 		err := fmt.Errorf("admin endpoint: %s: %s", resp.Status, msg)
 		switch resp.StatusCode {
 		case http.StatusNotFound:
-			return withCode(exitFailure, fmt.Errorf("%w: %w", errAdminNotFound, err))
+			return cli.WithCode(cli.ExitFailure, fmt.Errorf("%w: %w", errAdminNotFound, err))
 		case http.StatusUnauthorized, http.StatusForbidden:
 			if a.token == "" {
 				err = fmt.Errorf("%w (give -token or set $%s)", err, envToken)
 			}
-			return withCode(exitAuth, err)
+			return cli.WithCode(cli.ExitAuth, err)
 		case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-			return withCode(exitUnreachable, err)
+			return cli.WithCode(cli.ExitUnreachable, err)
 		}
-		return withCode(exitFailure, err)
+		return cli.WithCode(cli.ExitFailure, err)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return withCode(exitFailure, fmt.Errorf("admin endpoint %s: not a zbstream admin answer: %w", a.base.Redacted(), err))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("admin endpoint %s: not a zbstream admin answer: %w", a.base.Redacted(), err))
 	}
 	return nil
 }
@@ -175,13 +176,13 @@ type dataSource struct {
 func openDataSource(dir string) (*dataSource, error) {
 	if _, err := os.Stat(filepath.Join(dir, server.BoltFileName)); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, withCode(exitInput, fmt.Errorf("-data %s: no zbstream database (%s) there", dir, server.BoltFileName))
+			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("-data %s: no zbstream database (%s) there", dir, server.BoltFileName))
 		}
-		return nil, withCode(exitInput, fmt.Errorf("-data: %w", err))
+		return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("-data: %w", err))
 	}
 	st, err := openBolt(dir)
 	if err != nil {
-		return nil, withCode(exitFailure, fmt.Errorf("%w; read it through the server instead (-admin)", err))
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("%w; read it through the server instead (-admin)", err))
 	}
 	return &dataSource{dir: dir, store: st, r: storeReader{st}}, nil
 }
@@ -232,7 +233,7 @@ func (d *dataSource) retire(ctx context.Context, id string) (int64, error) {
 		return 0, err
 	}
 	if m.Kind != server.KindPersistent {
-		return 0, withCode(exitFailure, fmt.Errorf("stream %q is ephemeral: only persistent streams can be retired", id))
+		return 0, cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %q is ephemeral: only persistent streams can be retired", id))
 	}
 	return d.store.Retire(ctx, id)
 }

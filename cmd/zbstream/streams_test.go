@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
 )
@@ -19,21 +20,21 @@ func TestStreamsUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{exitOK, []string{"-h"}, "Subcommands:"},
-		{exitOK, []string{"help"}, "Subcommands:"},
-		{exitOK, []string{"list", "-h"}, "-admin"},
-		{exitOK, []string{"records", "-h"}, "-from"},
-		{exitOK, []string{"retire", "-h"}, "-endpoint"},
-		{exitUsage, nil, "missing subcommand"},
-		{exitUsage, []string{"bogus"}, "unknown subcommand"},
-		{exitUsage, []string{"show"}, "want one stream ID"},
-		{exitUsage, []string{"records", "a", "b"}, "want one stream ID"},
-		{exitUsage, []string{"list", "extra"}, "unexpected argument"},
-		{exitUsage, []string{"list", "-nope"}, "flag provided but not defined"},
-		{exitUsage, []string{"list", "-data", "d", "-admin", "http://127.0.0.1:1"}, "excludes"},
-		{exitUsage, []string{"records", "ps-x", "-limit", "-1"}, "negative"},
-		{exitUsage, []string{"list", "-admin", "ftp://127.0.0.1:1"}, "want http://"},
-		{exitUsage, []string{"retire", "ps-x", "-table", "notatable", "-endpoint", "http://127.0.0.1:1"}, "catalog.schema.table"},
+		{cli.ExitOK, []string{"-h"}, "Subcommands:"},
+		{cli.ExitOK, []string{"help"}, "Subcommands:"},
+		{cli.ExitOK, []string{"list", "-h"}, "-admin"},
+		{cli.ExitOK, []string{"records", "-h"}, "-from"},
+		{cli.ExitOK, []string{"retire", "-h"}, "-endpoint"},
+		{cli.ExitUsage, nil, "missing subcommand"},
+		{cli.ExitUsage, []string{"bogus"}, "unknown subcommand"},
+		{cli.ExitUsage, []string{"show"}, "want one stream ID"},
+		{cli.ExitUsage, []string{"records", "a", "b"}, "want one stream ID"},
+		{cli.ExitUsage, []string{"list", "extra"}, "unexpected argument"},
+		{cli.ExitUsage, []string{"list", "-nope"}, "flag provided but not defined"},
+		{cli.ExitUsage, []string{"list", "-data", "d", "-admin", "http://127.0.0.1:1"}, "excludes"},
+		{cli.ExitUsage, []string{"records", "ps-x", "-limit", "-1"}, "negative"},
+		{cli.ExitUsage, []string{"list", "-admin", "ftp://127.0.0.1:1"}, "want http://"},
+		{cli.ExitUsage, []string{"retire", "ps-x", "-table", "notatable", "-endpoint", "http://127.0.0.1:1"}, "catalog.schema.table"},
 	} {
 		t.Run(strings.Join(tc.args, "_"), func(t *testing.T) {
 			code, _, errs := runCmd(t, append([]string{"streams"}, tc.args...)...)
@@ -58,8 +59,8 @@ func TestStreamsUnreachable(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			code, _, errs := runCmd(t, append([]string{"streams"}, args...)...)
-			if code != exitUnreachable || !strings.Contains(errs, "unreachable") {
-				t.Fatalf("exit %d, want %d:\n%s", code, exitUnreachable, errs)
+			if code != cli.ExitUnreachable || !strings.Contains(errs, "unreachable") {
+				t.Fatalf("exit %d, want %d:\n%s", code, cli.ExitUnreachable, errs)
 			}
 		})
 	}
@@ -72,7 +73,7 @@ func TestStreamsDataDir(t *testing.T) {
 	defer func(n int) { adminPageBytes = n }(adminPageBytes)
 	adminPageBytes = 1
 	dir := t.TempDir()
-	wantCode(t, exitInput, "streams", "list", "-data", filepath.Join(dir, "missing"))
+	wantCode(t, cli.ExitInput, "streams", "list", "-data", filepath.Join(dir, "missing"))
 
 	data := filepath.Join(dir, "data")
 	st, err := server.OpenBoltStore(data)
@@ -123,8 +124,8 @@ func TestStreamsDataDir(t *testing.T) {
 	if len(lines) != 2 || lines[1].Offset != 0 || lines[1].Index != 1 || string(lines[1].Data) != "\x01" {
 		t.Fatalf("records -limit 1 -json: %+v", lines)
 	}
-	wantCode(t, exitFailure, "streams", "show", "-data", data, "ps-none")
-	wantCode(t, exitFailure, "streams", "retire", "-data", data, es.ID)
+	wantCode(t, cli.ExitFailure, "streams", "show", "-data", data, "ps-none")
+	wantCode(t, cli.ExitFailure, "streams", "retire", "-data", data, es.ID)
 	out = wantCode(t, 0, "streams", "retire", "-data", data, ps.ID)
 	if !strings.Contains(out, "last committed offset 1") {
 		t.Fatalf("retire:\n%s", out)

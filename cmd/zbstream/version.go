@@ -7,13 +7,15 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 // runVersion is the version command: what a bug report needs to name the
 // build.
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("version", "version\n\nPrints the module version, the Go version and the VCS commit of this build.", stderr)
-	if err := parseFlags(fs, args, false); err != nil {
+	fs := cli.NewFlags("version", "version\n\nPrints the module version, the Go version and the VCS commit of this build.", stderr)
+	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
 	info, _ := debug.ReadBuildInfo()

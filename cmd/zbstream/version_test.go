@@ -7,17 +7,19 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		var out, errb bytes.Buffer
-		if code := run(context.Background(), args, &out, &errb); code != exitOK || !strings.HasPrefix(out.String(), "zbstream ") || !strings.Contains(out.String(), runtime.Version()) {
+		if code := run(context.Background(), args, &out, &errb); code != cli.ExitOK || !strings.HasPrefix(out.String(), "zbstream ") || !strings.Contains(out.String(), runtime.Version()) {
 			t.Fatalf("%v: exit %d: %q %q", args, code, out.String(), errb.String())
 		}
 	}
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"version", "x"}, &out, &errb); code != exitUsage {
+	if code := run(context.Background(), []string{"version", "x"}, &out, &errb); code != cli.ExitUsage {
 		t.Fatalf("version x: exit %d", code)
 	}
 	info := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{

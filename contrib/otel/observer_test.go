@@ -44,7 +44,7 @@ func testCtx(t *testing.T) context.Context {
 
 // fast are stream options with quick reconnects.
 func fast(more ...zbstream.StreamOption) []zbstream.StreamOption {
-	return append([]zbstream.StreamOption{zbstream.WithRecovery(8, 5*time.Millisecond, 50*time.Millisecond)}, more...)
+	return append([]zbstream.StreamOption{zbstream.WithRetries(8), zbstream.WithBackoff(zbstream.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond})}, more...)
 }
 
 // point is one data point: its attributes and its value (a sum, a gauge's

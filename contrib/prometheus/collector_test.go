@@ -42,7 +42,7 @@ func testCtx(t *testing.T) context.Context {
 // with its table and kind and never its stream id.
 func TestCollectorMetrics(t *testing.T) {
 	ts, c, col, reg := setup(t)
-	s, err := c.CreatePersistentStream(testCtx(t), ts.Table, zbstream.WithRecovery(8, 5*time.Millisecond, 50*time.Millisecond))
+	s, err := c.CreatePersistentStream(testCtx(t), ts.Table, zbstream.WithRetries(8), zbstream.WithBackoff(zbstream.Backoff{Initial: 5 * time.Millisecond, Max: 50 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func (w workload) stream(ctx context.Context, ts *servertest.Server, client *zbs
 	sopts := []zbstream.StreamOption{
 		zbstream.WithMaxInflight(1024, windowBytes),
 		zbstream.WithMaxCallBytes(1 << 20),
-		zbstream.WithRecovery(20, time.Millisecond, 20*time.Millisecond),
+		zbstream.WithRetries(20), zbstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 20 * time.Millisecond}),
 	}
 	if w.noCopy {
 		sopts = append(sopts, zbstream.WithNoCopy())
