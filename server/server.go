@@ -179,10 +179,12 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	bufs := new(bufPool)
+	s.budget.capPool(bufs)
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(grpcRecvLimit(opts.MaxMessageBytes)),
 		grpc.WaitForHandlers(true),
-		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes, new(bufPool))),
+		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes, bufs)),
 	}
 	gopts = append(gopts, limitServerOptions(opts)...)
 	if opts.TLS != nil {

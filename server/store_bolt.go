@@ -75,7 +75,7 @@ type BoltStore struct {
 
 	commits atomic.Int64
 
-	bufs bufPool // the encodings' buffers (bufpool.go)
+	bufs bufPool // the encodings' buffers (bufpool.go), at most maxBytes idle
 
 	// scratch is the pooled buffers (bufpool.go) of the values written by
 	// the transaction under way, given back once it ends (bbolt keeps a
@@ -161,6 +161,8 @@ func OpenBoltStore(dir string, opts ...BoltOption) (*BoltStore, error) {
 		reqs:     make(chan *boltReq, cfg.maxGroup),
 		done:     make(chan struct{}),
 	}
+	// Between commits the pool keeps what one group's encodings need.
+	s.bufs.setMax(cfg.maxBytes)
 	go s.commitLoop()
 	return s, nil
 }
