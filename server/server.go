@@ -107,9 +107,11 @@ type Options struct {
 	// the request weighs until it is committed. When it is spent,
 	// receivers stop reading and HTTP/2 flow control pushes back on the
 	// senders; a principal over its share waits while others wait (see
-	// the README, "Memory", for the whole bound). What gRPC buffers for a
-	// call that is not reading (its fixed flow-control window, StreamWindow)
-	// is outside it, and counted per call.
+	// the README, "Memory", for the whole bound). The receive buffers the
+	// server keeps idle for reuse are within it: they only fill what
+	// nobody holds, up to an eighth of it. What gRPC buffers for a call
+	// that is not reading (its fixed flow-control window of 256 KiB) is
+	// outside it, and counted per call.
 	ReceiveBudget int64
 }
 
