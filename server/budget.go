@@ -45,9 +45,9 @@ const DefaultReceiveBudget = 256 << 20
 //
 // Idle receive buffers: the server's pool of receive buffers (bufpool.go)
 // keeps buffers idle only in the bytes of the budget that nobody holds, up
-// to poolShare of it; taking bytes drops idle buffers that no longer fit.
-// The receive buffers in use (held) and the idle ones (free) so never add
-// up to more than the budget.
+// to an eighth of it (poolShareDiv); taking bytes drops idle buffers that
+// no longer fit. The receive buffers in use (held) and the idle ones
+// (within what is free) so never add up to more than the budget.
 type budget struct {
 	mu      sync.Mutex
 	total   int64

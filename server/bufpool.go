@@ -20,15 +20,15 @@ import (
 // four classes per power of two, so that a buffer is at most a quarter
 // larger than asked for (the receive budget counts a buffer's capacity),
 // and the one given back last is taken first (its pages are the likeliest
-// to be resident). An idle buffer is memory the process keeps, so every pool has a cap
-// (setMax) and counts its idle bytes: a buffer given back beyond the cap
-// is left to the collector, and lowering the cap drops idle buffers until
-// they fit. The server's pool (its receive buffers) is capped by its
-// receive budget (budget.go): idle buffers only fill bytes of the budget
-// that nobody holds, up to an eighth of it, so that the buffers in use and
-// the idle ones together stay within the budget. A BoltStore's pool (its
-// encodings) is capped at one group's bytes. No pool is shared between
-// instances.
+// to be resident). An idle buffer is memory the process keeps, so every
+// pool has a cap (setMax) and counts its idle bytes: a buffer given back
+// beyond the cap is left to the collector, and lowering the cap drops idle
+// buffers until they fit. The server's pool (its receive buffers) is
+// capped by its receive budget (budget.go): idle buffers only fill bytes
+// of the budget that nobody holds, up to an eighth of it, so that the
+// buffers in use and the idle ones together stay within the budget. A
+// BoltStore's pool (its encodings) is capped at one group's bytes. No pool
+// is shared between instances.
 
 const (
 	pooledMin   = 32 << 10
