@@ -42,6 +42,12 @@ const DefaultReceiveBudget = 256 << 20
 // preemptAfter, the budget asks the longest-idle reader (of the principal
 // holding the most) to end its call politely (yield), which gives its hold
 // back; so that many open, quiet calls cannot keep others from being read.
+//
+// Idle receive buffers: the server's pool of receive buffers (bufpool.go)
+// keeps buffers idle only in the bytes of the budget that nobody holds, up
+// to an eighth of it (poolShareDiv); taking bytes drops idle buffers that
+// no longer fit. The receive buffers in use (held) and the idle ones
+// (within what is free) so never add up to more than the budget.
 type budget struct {
 	mu      sync.Mutex
 	total   int64
@@ -50,7 +56,14 @@ type budget struct {
 	waiting map[string]int   // waiters by principal
 	waiters []*budgetWaiter
 	readers map[*readHold]struct{} // receivers in Recv, holding
+
+	pool    *bufPool // nil: none
+	poolMax int64    // the cap last set on pool
 }
+
+// poolShareDiv: the receive buffers kept idle are at most the budget over
+// poolShareDiv (32 MiB of the default budget).
+const poolShareDiv = 8
 
 type budgetWaiter struct {
 	who   string
@@ -74,7 +87,28 @@ var preemptAfter = time.Second
 
 func newBudget(total int64) *budget {
 	return &budget{total: total, free: total, held: map[string]int64{}, waiting: map[string]int{},
-		readers: map[*readHold]struct{}{}}
+		readers: map[*readHold]struct{}{}, poolMax: -1}
+}
+
+// capPool makes the budget cap what pool keeps idle (see budget).
+func (b *budget) capPool(pool *bufPool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pool = pool
+	b.fitPool()
+}
+
+// fitPool caps the pool's idle bytes at the free bytes, up to the pool's
+// share of the budget. b.mu is held.
+func (b *budget) fitPool() {
+	if b.pool == nil {
+		return
+	}
+	n := min(max(b.free, 0), b.total/poolShareDiv)
+	if n != b.poolMax {
+		b.poolMax = n
+		b.pool.setMax(int(n))
+	}
 }
 
 // clamp is what acquiring n really takes.
@@ -165,6 +199,7 @@ func (b *budget) release(who string, n int64) {
 func (b *budget) take(who string, n int64) {
 	b.free -= n
 	b.held[who] += n
+	b.fitPool()
 }
 
 func (b *budget) give(who string, n int64) {
@@ -172,6 +207,7 @@ func (b *budget) give(who string, n int64) {
 	if b.held[who] -= n; b.held[who] <= 0 {
 		delete(b.held, who)
 	}
+	b.fitPool()
 }
 
 func (b *budget) dropWaiter(w *budgetWaiter) {

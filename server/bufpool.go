@@ -18,17 +18,20 @@ import (
 // Buffers under pooledMin come from the allocator, whose small size
 // classes are reused without faults. Larger ones are kept by size class,
 // four classes per power of two, so that a buffer is at most a quarter
-// larger than asked for (the receive budget counts a buffer's capacity).
-// At most poolIdleMax bytes wait idle in a pool, the most recently given
-// back first (their pages are the likeliest to be resident); more are left
-// to the collector. They are memory beyond the receive budget, within the
-// server's headroom (cmd/zbstream: serveMemoryHeadroom). A Server has one
-// pool (its receive buffers), a BoltStore another (its encodings): no
-// pool is shared between instances.
+// larger than asked for (the receive budget counts a buffer's capacity),
+// and the one given back last is taken first (its pages are the likeliest
+// to be resident). An idle buffer is memory the process keeps, so every
+// pool has a cap (setMax) and counts its idle bytes: a buffer given back
+// beyond the cap is left to the collector, and lowering the cap drops idle
+// buffers until they fit. The server's pool (its receive buffers) is
+// capped by its receive budget (budget.go): idle buffers only fill bytes
+// of the budget that nobody holds, up to an eighth of it, so that the
+// buffers in use and the idle ones together stay within the budget. A
+// BoltStore's pool (its encodings) is capped at one group's bytes. No pool
+// is shared between instances.
 
 const (
 	pooledMin   = 32 << 10
-	poolIdleMax = 32 << 20
 	poolClasses = 4 * 40 // up to 2^42 bytes, beyond any message
 )
 
@@ -39,11 +42,13 @@ type pooledBuf struct {
 	pool  *bufPool // where free gives it back
 }
 
-// bufPool is the idle buffers, by class. The zero value is an empty pool.
+// bufPool is the idle buffers, by class. The zero value is an empty pool
+// that keeps nothing idle until setMax raises its cap.
 type bufPool struct {
 	mu   sync.Mutex
 	idle [poolClasses][]*pooledBuf
 	size int // bytes idle
+	max  int // the most bytes kept idle
 }
 
 // sizeClass returns the class of the smallest pooled size that holds n
@@ -85,6 +90,7 @@ func (bp *bufPool) get(n int) *pooledBuf {
 }
 
 // free gives p back: nothing may use its bytes afterwards. It accepts nil.
+// Beyond the pool's cap, p is left to the collector.
 func (p *pooledBuf) free() {
 	if p == nil || p.class < 0 {
 		return
@@ -92,9 +98,31 @@ func (p *pooledBuf) free() {
 	bp := p.pool
 	bp.mu.Lock()
 	defer bp.mu.Unlock()
-	if bp.size+cap(p.b) > poolIdleMax {
-		return // left to the collector
+	if bp.size+cap(p.b) > bp.max {
+		return
 	}
 	bp.idle[p.class] = append(bp.idle[p.class], p)
 	bp.size += cap(p.b)
+}
+
+// setMax caps the bytes kept idle at n (negative: 0), dropping idle
+// buffers, the largest first, until they fit.
+func (bp *bufPool) setMax(n int) {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	bp.max = max(n, 0)
+	for c := poolClasses - 1; c >= 0 && bp.size > bp.max; c-- {
+		for l := len(bp.idle[c]); l > 0 && bp.size > bp.max; l-- {
+			bp.size -= cap(bp.idle[c][l-1].b)
+			bp.idle[c][l-1] = nil
+			bp.idle[c] = bp.idle[c][:l-1]
+		}
+	}
+}
+
+// idleBytes reports the bytes kept idle.
+func (bp *bufPool) idleBytes() int {
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return bp.size
 }

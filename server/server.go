@@ -107,9 +107,11 @@ type Options struct {
 	// the request weighs until it is committed. When it is spent,
 	// receivers stop reading and HTTP/2 flow control pushes back on the
 	// senders; a principal over its share waits while others wait (see
-	// docs/server.md, "Memory", for the whole bound). What gRPC buffers for a
-	// call that is not reading (its fixed flow-control window, StreamWindow)
-	// is outside it, and counted per call.
+	// docs/server.md, "Memory", for the whole bound). The receive buffers the
+	// server keeps idle for reuse are within it: they only fill what
+	// nobody holds, up to an eighth of it. What gRPC buffers for a call
+	// that is not reading (its fixed flow-control window of 256 KiB) is
+	// outside it, and counted per call.
 	ReceiveBudget int64
 }
 
@@ -180,10 +182,12 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	bufs := new(bufPool)
+	s.budget.capPool(bufs)
 	gopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(grpcRecvLimit(opts.MaxMessageBytes)),
 		grpc.WaitForHandlers(true),
-		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes, new(bufPool))),
+		grpc.ForceServerCodecV2(newServerCodec(opts.MaxMessageBytes, bufs)),
 	}
 	gopts = append(gopts, limitServerOptions(opts)...)
 	if opts.TLS != nil {
