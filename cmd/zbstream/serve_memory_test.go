@@ -279,7 +279,7 @@ func (l floodLoad) run(ctx context.Context, t *testing.T, addr, token string, se
 // rising, 200 calls with an 8 MiB header 1.8 GB, 60 admin clients not
 // reading a large page 4.4 GB. Issue 25: 64 and 200 calls, each on a
 // transport of its own, sending 8 MiB messages while reading their acks
-// (see the README, "Memory", for the figures). The bolt loads run with
+// (see docs/server.md, "Memory", for the figures). The bolt loads run with
 // GOMEMLIMIT=off in the server's environment: the bound must not depend on
 // it (without its soft memory limit the server took 663-781 MiB under the
 // loads of issue 25 in 8 s).
