@@ -11,6 +11,8 @@
 //	conn.go      a stream call: authenticate, response headers at once,
 //	             first-message deadline, open, then commit until the end
 //	open.go      the create and resume handshakes, fencing of older writers
+//	             (records are checked with package record, the rules the
+//	             clients share)
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
 //	budget.go    the server-wide receive budget, shared fairly, idle readers
@@ -21,7 +23,11 @@
 //	send.go      the sender: acks and close signals, never blocking commits
 //	limits.go    limits and their defaults, the per-principal cap
 //	retire.go    RetireStream
-//	open.go      the create and resume handshakes (records are checked
-//	             with package record, the rules the clients share)
 //	ackonly.go   the engines; arena.go the memory engine's record chunks
+//	store.go     the Store contract; store_memory.go the memory engine
+//	store_bolt.go         the durable engine: opening, closing, why bbolt
+//	store_bolt_commit.go  its committer (group commit, mapped pages dropped)
+//	store_bolt_streams.go its operations on streams, checked as they write
+//	store_bolt_codec.go   how batches are laid out
+//	fault.go     fault injection, in the vocabulary of internal/faults
 package server

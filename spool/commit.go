@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -152,4 +153,31 @@ func (s *Spool) waitSpace() {
 		}
 	}
 	s.trim()
+}
+
+// handOff gives one synced entry to the stream and checks that the stream
+// assigned it the log's offset.
+func (s *Spool) handOff(ctx context.Context, e *entry) error {
+	var (
+		off int64
+		err error
+	)
+	if e.batch {
+		off, err = s.stream.IngestBatch(ctx, e.records)
+	} else {
+		off, err = s.stream.IngestRecord(ctx, e.records[0])
+	}
+	if err != nil {
+		return err
+	}
+	if off != e.offset {
+		return fmt.Errorf("%w: the log gave offset %d, the stream %d", ErrOffsetMismatch, e.offset, off)
+	}
+	return nil
+}
+
+// publish updates the size statistics (committer goroutine).
+func (s *Spool) publish() {
+	s.st.bytes.Store(s.w.bytes)
+	s.st.segments.Store(int64(len(s.w.segs)))
 }
