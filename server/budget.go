@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/list"
 	"context"
 	"sync"
 	"time"
@@ -48,13 +49,24 @@ const DefaultReceiveBudget = 256 << 20
 // to an eighth of it (poolShareDiv); taking bytes drops idle buffers that
 // no longer fit. The receive buffers in use (held) and the idle ones
 // (within what is free) so never add up to more than the budget.
+//
+// Cost: every operation under mu is O(1) in the number of waiters, or
+// O(principals), except the in-order scan of grant, which skips the
+// waiters of principals over their share and stops at the first eligible
+// one that does not fit (at once when one principal waits). Thousands of calls of one
+// principal may wait at once (each call waits for its read hold); when
+// grant scanned them all on every release and a cancelled waiter was
+// searched for in a slice, mu became a convoy that delayed another
+// principal's floor grant, and the release of its ended calls' holds, by
+// seconds (TestSoakHostileClients under -race).
 type budget struct {
 	mu      sync.Mutex
 	total   int64
 	free    int64
-	held    map[string]int64 // by principal
-	waiting map[string]int   // waiters by principal
-	waiters []*budgetWaiter
+	held    map[string]int64       // by principal
+	waiting map[string]int         // waiters by principal
+	waiters list.List              // *budgetWaiter, first come first served
+	floors  map[string]*list.List  // the floor waiters (read holds) by principal, in order
 	readers map[*readHold]struct{} // receivers in Recv, holding
 
 	pool    *bufPool // nil: none
@@ -70,6 +82,8 @@ type budgetWaiter struct {
 	n     int64
 	floor bool          // a read hold: granted while who holds less than n
 	ready chan struct{} // closed once n was taken for the waiter
+	elem  *list.Element // in budget.waiters
+	felem *list.Element // in budget.floors[who] (floor only)
 }
 
 // readHold is what a receiver holds while it waits in Recv.
@@ -87,7 +101,7 @@ var preemptAfter = time.Second
 
 func newBudget(total int64) *budget {
 	return &budget{total: total, free: total, held: map[string]int64{}, waiting: map[string]int{},
-		readers: map[*readHold]struct{}{}, poolMax: -1}
+		floors: map[string]*list.List{}, readers: map[*readHold]struct{}{}, poolMax: -1}
 }
 
 // capPool makes the budget cap what pool keeps idle (see budget).
@@ -126,13 +140,21 @@ func (b *budget) acquire(ctx context.Context, who string, n int64) (int64, bool)
 func (b *budget) acquireFloor(ctx context.Context, who string, n int64, floor bool) (int64, bool) {
 	n = b.clamp(n)
 	b.mu.Lock()
-	if len(b.waiters) == 0 && b.free >= n || floor && b.held[who] < n {
+	if b.waiters.Len() == 0 && b.free >= n || floor && b.held[who] < n {
 		b.take(who, n)
 		b.mu.Unlock()
 		return n, true
 	}
 	w := &budgetWaiter{who: who, n: n, floor: floor, ready: make(chan struct{})}
-	b.waiters = append(b.waiters, w)
+	w.elem = b.waiters.PushBack(w)
+	if floor {
+		fl := b.floors[who]
+		if fl == nil {
+			fl = list.New()
+			b.floors[who] = fl
+		}
+		w.felem = fl.PushBack(w)
+	}
 	b.waiting[who]++
 	b.grant()
 	b.mu.Unlock()
@@ -210,11 +232,14 @@ func (b *budget) give(who string, n int64) {
 	b.fitPool()
 }
 
+// dropWaiter removes w from the queues, in O(1). b.mu is held.
 func (b *budget) dropWaiter(w *budgetWaiter) {
-	for i, x := range b.waiters {
-		if x == w {
-			b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
-			break
+	b.waiters.Remove(w.elem)
+	if w.felem != nil {
+		fl := b.floors[w.who]
+		fl.Remove(w.felem)
+		if fl.Len() == 0 {
+			delete(b.floors, w.who)
 		}
 	}
 	if b.waiting[w.who]--; b.waiting[w.who] <= 0 {
@@ -247,24 +272,30 @@ func (b *budget) eligible(w *budgetWaiter, share int64) bool {
 // grant serves the waiters on the floor, then eligible waiters in order
 // while the budget allows; the first eligible one that does not fit keeps
 // the free bytes for itself. b.mu is held.
+//
+// A principal's floor waiters are served in order, from the first, while
+// it holds less than the first one's read hold (read holds are all of one
+// size): so this costs O(principals), not O(waiters), however many calls
+// of a principal over the floor wait.
 func (b *budget) grant() {
-	for i := 0; i < len(b.waiters); {
-		if w := b.waiters[i]; w.floor && b.held[w.who] < w.n {
-			b.serve(w)
-			continue
+	for who, fl := range b.floors {
+		for fl.Len() > 0 {
+			w := fl.Front().Value.(*budgetWaiter)
+			if b.held[who] >= w.n {
+				break
+			}
+			b.serve(w) // may delete b.floors[who]: fl stays valid
 		}
-		i++
 	}
-	for i := 0; i < len(b.waiters); {
-		w := b.waiters[i]
-		if !b.eligible(w, b.share()) {
-			i++
-			continue
+	for e := b.waiters.Front(); e != nil; {
+		w, next := e.Value.(*budgetWaiter), e.Next()
+		if b.eligible(w, b.share()) {
+			if b.free < w.n {
+				return
+			}
+			b.serve(w)
 		}
-		if b.free < w.n {
-			return
-		}
-		b.serve(w)
+		e = next
 	}
 }
 

@@ -83,6 +83,7 @@ type conn struct {
 
 	maxRecv atomic.Int64 // highest offset received, at least told
 	recvN   atomic.Int64 // messages received (idle detection)
+	reading atomic.Bool  // the receiver got its first read hold (it asked gRPC for a message)
 
 	// told is the watermark the client was told at open: -1 for a create
 	// (also a repeated one) or an ephemeral stream, W for a resume. Acks
@@ -190,6 +191,10 @@ func (s *Server) serveCall(kind StreamKind, w wire) error {
 }
 
 // awaitFirst waits for the first message, at most FirstMessageTimeout.
+// When the deadline passes before the receiver could even ask for the
+// message (it waited for the receive budget all along), the server, not
+// the client, is late: UNAVAILABLE "server busy", which clients retry,
+// rather than DEADLINE_EXCEEDED.
 func (c *conn) awaitFirst() (*clientMsg, error) {
 	t := time.NewTimer(c.s.opts.FirstMessageTimeout)
 	defer t.Stop()
@@ -203,6 +208,9 @@ func (c *conn) awaitFirst() (*clientMsg, error) {
 		}
 		return f.m, nil
 	case <-t.C:
+		if !c.reading.Load() {
+			return nil, status.Errorf(codes.Unavailable, "server busy: the first message could not be read within %v (receive budget spent)", c.s.opts.FirstMessageTimeout)
+		}
 		return nil, status.Errorf(codes.DeadlineExceeded, "no first message (create_stream or resume_stream) within %v", c.s.opts.FirstMessageTimeout)
 	case <-c.ctx.Done():
 		return nil, c.fencedErr()

@@ -13,3 +13,6 @@ func SetPreemptAfter(t testing.TB, d time.Duration) {
 	preemptAfter = d
 	t.Cleanup(func() { preemptAfter = old })
 }
+
+// BudgetHeldBy reports the bytes of the receive budget principal who holds.
+func (s *Server) BudgetHeldBy(who string) int64 { return s.budget.heldBy(who) }

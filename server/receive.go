@@ -196,6 +196,7 @@ func (c *conn) read() (*clientMsg, int64, error) {
 	if !ok {
 		return nil, 0, c.fencedErr()
 	}
+	c.reading.Store(true)
 	raw, err := c.w.recv()
 	s.budget.doneReading(h)
 	if err != nil {

@@ -79,7 +79,9 @@ type Options struct {
 	// Limits (protocol.md §6.7); zero means the Default* constant.
 
 	// FirstMessageTimeout ends a call that sends no first message in time
-	// with DEADLINE_EXCEEDED (default DefaultFirstMessageTimeout).
+	// with DEADLINE_EXCEEDED (default DefaultFirstMessageTimeout), or with
+	// UNAVAILABLE "server busy" when the server never asked for the message
+	// because the receive budget was spent (docs/server.md, "Memory").
 	FirstMessageTimeout time.Duration
 	// IdleTimeout rotates an opened stream that received nothing for that
 	// long and has nothing in flight: close_stream_signal{CloseGrace}, then

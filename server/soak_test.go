@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
@@ -194,26 +198,27 @@ func TestSoakHostileClients(t *testing.T) {
 	}
 
 	// The honest writer, on its own connection, for dur.
-	honest := ts.Client(t)
-	w := openPersistent(t, honest, ts.Context(ctx))
-	psend(t, w, pcreateReq(jsonCreate(ts.Table), "honest"))
-	r, err := w.Recv()
+	h := &honestWriter{t: t, ts: ts, c: ts.Client(t), pad: big}
+	h.w = openPersistent(t, h.c, ts.Context(ctx))
+	psend(t, h.w, pcreateReq(jsonCreate(ts.Table), "honest"))
+	r, err := h.w.Recv()
 	if err != nil {
 		t.Fatalf("honest create: %v", err)
 	}
-	id := r.GetCreateStreamResponse().GetStreamId()
+	h.id = r.GetCreateStreamResponse().GetStreamId()
+	id := h.id
 	deadline := time.Now().Add(dur)
-	var sent int64
-	for ; time.Now().Before(deadline) || sent < 50; sent++ {
-		pjson(t, w, sent, fmt.Sprintf(`{"honest":%d}`, sent), `{"pad":"`+big+`"}`)
-		if sent%10 == 9 {
-			pwaitAck(t, w, sent) // at most ten batches in flight
+	for time.Now().Before(deadline) || h.next < 50 {
+		h.send()
+		if h.next%10 == 0 {
+			h.waitAck(h.next - 1) // at most ten batches in flight
 		}
 	}
-	if sent%10 != 0 {
-		pwaitAck(t, w, sent-1)
+	if h.next%10 != 0 {
+		h.waitAck(h.next - 1)
 	}
-	pclose(t, w)
+	pclose(t, h.w)
+	sent := h.next
 
 	stop()
 	wg.Wait()
@@ -229,9 +234,92 @@ func TestSoakHostileClients(t *testing.T) {
 			t.Fatalf("honest batch %d: %.40q", i, b)
 		}
 	}
-	t.Logf("%v: honest writer %d batches; %d empty calls opened; peak live heap %.1f MiB (budget %d MiB + margin %d MiB)",
-		dur, sent, empties, float64(peakLive)/(1<<20), soakBudget>>20, soakMargin>>20)
+	t.Logf("%v: honest writer %d batches, rotated %d times; %d empty calls opened; peak live heap %.1f MiB (budget %d MiB + margin %d MiB)",
+		dur, sent, h.rotations, empties, float64(peakLive)/(1<<20), soakBudget>>20, soakMargin>>20)
 	if peakLive > soakBudget+soakMargin {
 		t.Fatalf("peak live heap %d bytes, over budget %d + margin %d", peakLive, soakBudget, soakMargin)
+	}
+}
+
+// honestWriter is a persistent stream's client as the protocol wants one:
+// it sends its batches in order and, when the server rotates its call (a
+// close signal, acks until the call ends cleanly: legal at any time, and
+// what the receive budget asks of a call that waits for its acks while
+// holding its read share as others wait, docs/server.md, "Memory"),
+// resumes the stream and sends again what the watermark lacks.
+type honestWriter struct {
+	t         *testing.T
+	ts        *servertest.Server
+	c         ingestpb.ZerobusClient
+	id, pad   string
+	w         pstream
+	next      int64 // the next batch's offset
+	rotating  bool  // a close signal came: the call ends after its acks
+	rotations int
+}
+
+// send sends batch h.next.
+func (h *honestWriter) send() {
+	h.sendAt(h.next)
+	h.next++
+}
+
+func (h *honestWriter) sendAt(off int64) {
+	pjson(h.t, h.w, off, fmt.Sprintf(`{"honest":%d}`, off), `{"pad":"`+h.pad+`"}`)
+}
+
+// waitAck reads until an ack of want or beyond, resuming after a rotation.
+func (h *honestWriter) waitAck(want int64) {
+	h.t.Helper()
+	for {
+		r, err := h.w.Recv()
+		switch {
+		case errors.Is(err, io.EOF) && h.rotating:
+			h.resume()
+			continue
+		case err != nil:
+			h.t.Fatalf("waiting for ack %d: %v", want, err)
+		case r.GetCloseStreamSignal() != nil:
+			h.rotating = true
+			continue
+		}
+		a := r.GetIngestRecordResponse()
+		if a == nil || a.DurabilityAckUpToOffset == nil {
+			h.t.Fatalf("waiting for ack %d: got %v", want, r)
+		}
+		if *a.DurabilityAckUpToOffset >= want {
+			return
+		}
+	}
+}
+
+// resume opens the stream again and sends what its watermark lacks. An
+// open the server turns away for now (busy, or not read before its
+// first-message deadline while the budget is spent) is tried again, as a
+// client's recovery does (protocol.md §5.5).
+func (h *honestWriter) resume() {
+	h.t.Helper()
+	for attempt := 1; ; attempt++ {
+		w := openPersistent(h.t, h.c, h.ts.Context(context.Background()))
+		psend(h.t, w, presumeReq(h.id, ingestpb.RecordType_JSON, nil))
+		r, err := w.Recv()
+		if code := status.Code(err); err != nil && attempt < 50 &&
+			(code == codes.Unavailable || code == codes.DeadlineExceeded || code == codes.ResourceExhausted) {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if err != nil || r.GetResumeStreamResponse() == nil {
+			h.t.Fatalf("resume (attempt %d): %v %v", attempt, r, err)
+		}
+		h.w, h.rotating = w, false
+		h.rotations++
+		from := int64(0)
+		if wm := r.GetResumeStreamResponse().LastCommittedOffset; wm != nil {
+			from = *wm + 1
+		}
+		for off := from; off < h.next; off++ {
+			h.sendAt(off)
+		}
+		return
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -71,5 +72,82 @@ func TestSilentCallYieldsToAWaitingCall(t *testing.T) {
 	wantCode(t, err, codes.Unavailable)
 	if msg := status.Convert(err).Message(); !strings.Contains(msg, "server busy") {
 		t.Fatalf("status message %q, want server busy", msg)
+	}
+}
+
+// A call whose first message the server could not read before the
+// first-message deadline, because the receive budget was spent, is ended
+// with UNAVAILABLE "server busy" (retryable), not DEADLINE_EXCEEDED, which
+// would blame a client that sent its message in time.  Once the
+// call holding the budget is rotated and ends, its read hold is given back
+// and the principal's next call is read at once.
+func TestFirstMessageNotReadForTheBudgetIsBusy(t *testing.T) {
+	server.SetPreemptAfter(t, time.Hour) // no rotation while the deadline runs
+	ts := startServer(t, servertest.WithOptions(func(o *server.Options) {
+		o.ReceiveBudget = 1 << 20 // one read hold: the whole budget
+		o.FirstMessageTimeout = 300 * time.Millisecond
+		o.CloseGrace = 50 * time.Millisecond
+	}))
+	c := ts.Client(t)
+	idle, _ := pcreate(t, ts, c, "idle") // its receiver waits holding the budget
+	pjson(t, idle, 0, `{"a":1}`)
+	pwaitAck(t, idle, 0)
+
+	// The same principal's second call: it holds a read hold already, so
+	// no floor; its create is sent at once but cannot be read.
+	st := openPersistent(t, c, callCtx(t, ts))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table), "second"))
+	_, err := st.Recv()
+	wantCode(t, err, codes.Unavailable)
+	if msg := status.Convert(err).Message(); !strings.Contains(msg, "server busy") {
+		t.Fatalf("status message %q, want server busy", msg)
+	}
+
+	// The idle call ends (the client closes): its hold is given back.
+	pclose(t, idle)
+	waitHeld(t, ts, "servertest", 0)
+	third, _ := pcreate(t, ts, c, "third")
+	pclose(t, third)
+	waitHeld(t, ts, "servertest", 0)
+}
+
+// A call rotated while its receiver waits in Recv holding its read hold
+// gives the hold back when it ends, and the principal's resume is read at
+// once.
+func TestRotatedReaderGivesItsHoldBack(t *testing.T) {
+	ts := yieldServer(t)
+	c := ts.Client(t)
+	idle, idleID := pcreate(t, ts, c, "idle")
+	pjson(t, idle, 0, `{"a":1}`)
+	pwaitAck(t, idle, 0)
+
+	// Another call waits for the budget: the idle call is rotated.
+	busy, _ := pcreate(t, ts, c, "busy")
+	pjson(t, busy, 0, `{"b":1}`)
+	pwaitAck(t, busy, 0)
+	if _, err := pend(t, idle); err != nil {
+		t.Fatalf("rotated call ended with %v", err)
+	}
+	pclose(t, busy)
+	waitHeld(t, ts, "servertest", 0)
+
+	r := openPersistent(t, c, callCtx(t, ts))
+	psend(t, r, presumeReq(idleID, ingestpb.RecordType_JSON, nil))
+	if m, err := r.Recv(); err != nil || m.GetResumeStreamResponse() == nil {
+		t.Fatalf("resume after the rotation: %v %v", m, err)
+	}
+	pclose(t, r)
+	waitHeld(t, ts, "servertest", 0)
+}
+
+// waitHeld waits until principal who holds want bytes of the budget.
+func waitHeld(t *testing.T, ts *servertest.Server, who string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Server.BudgetHeldBy(who) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d bytes of the budget, want %d", who, ts.Server.BudgetHeldBy(who), want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
