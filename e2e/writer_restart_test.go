@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/internal/testseed"
 	"github.com/zbstream/zbstream/writer"
 )
 
@@ -51,14 +52,7 @@ func TestWriterProcessRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("ZBSTREAM_WRITER_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("ZBSTREAM_WRITER_SEED=%q: %v", v, err)
-		}
-	}
-	t.Logf("ZBSTREAM_WRITER_SEED=%d", seed)
+	seed := testseed.Seed(t, "ZBSTREAM_WRITER_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	for _, batch := range []int{1, 7} {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) { writerProcessRestart(t, rng, batch) })

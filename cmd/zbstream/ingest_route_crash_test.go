@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/internal/testseed"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -133,17 +134,11 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server and ingest processes")
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("ZBSTREAM_ROUTED_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("ZBSTREAM_ROUTED_SEED=%q: %v", v, err)
-		}
-	}
+	seed := testseed.Seed(t, "ZBSTREAM_ROUTED_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	const lines, tables = 12000, 30
 	batch, maxOpen := 2+rng.IntN(11), 1+rng.IntN(6)
-	t.Logf("ZBSTREAM_ROUTED_SEED=%d: %d lines into %d tables, -batch-size %d, -max-open-streams %d", seed, lines, tables, batch, maxOpen)
+	t.Logf("%d lines into %d tables, -batch-size %d, -max-open-streams %d", lines, tables, batch, maxOpen)
 
 	bin := buildServe(t)
 	dir := t.TempDir()
