@@ -147,14 +147,26 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 	state := file + ".zbstate"
 	args := func(state string) []string {
 		return []string{"-endpoint", "http://" + srv.addr, "-table-field", "t", "-batch-size", strconv.Itoa(batch),
-			"-max-open-streams", strconv.Itoa(maxOpen), "-progress", "0", "-state", state, file}
+			"-max-open-streams", strconv.Itoa(maxOpen), "-max-inflight", "16", "-progress", "0", "-state", state, file}
 	}
 	randDelay := func(maxMs int) time.Duration { return time.Duration(rng.IntN(maxMs)) * time.Millisecond }
 
-	// Kills at random moments, the server's too now and then.
-	for round := range 8 {
+	// Round 0 creates the streams; rounds 1 and 2 are two writers of them
+	// at once (a run on the state file, one on a copy of it); then kills
+	// at random moments, the server's too now and then, and a second run
+	// of one state file refused. Every run is killed within 0.85 s: with
+	// -max-inflight 16 a whole run takes several seconds, so each round
+	// finds work left.
+	for round := range 9 {
+		if round == 1 || round == 2 {
+			twoWriters(t, bin, args, state, filepath.Join(dir, fmt.Sprintf("copy%d.zbstate", round)), randDelay)
+			continue
+		}
 		r := startRoutedRun(t, bin, args(state))
-		if round == 2 {
+		if round == 0 {
+			waitFile(t, state) // the two writers copy it
+		}
+		if round == 3 {
 			// A second run of the same state file meanwhile is refused.
 			waitLocked(t, state+".lock", r.cmd.Process.Pid)
 			second := startRoutedRun(t, bin, args(state))
@@ -162,35 +174,17 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 				t.Fatalf("a second run of one state file: exit %d, want %d and a message: %s%s", procExit(err), cli.ExitFailure, second.out.String(), second.err.String())
 			}
 		}
-		if round%3 == 1 {
-			time.Sleep(randDelay(600))
+		if round == 4 || round == 7 {
+			time.Sleep(randDelay(400))
 			srv.kill(t)
 			time.Sleep(randDelay(300))
 			srv.start(t)
 		}
-		killed, err := r.killAfter(randDelay(1500))
+		killed, err := r.killAfter(50*time.Millisecond + randDelay(800))
 		t.Logf("round %d: killed %v, exit %d: %s%s", round, killed, procExit(err), lastLine(r.out.String()), lastLine(r.err.String()))
 		if !killed && procExit(err) == cli.ExitOK && !strings.Contains(r.out.String(), "done") {
 			t.Fatalf("round %d: exit 0 without done: %s", round, r.out.String())
 		}
-	}
-	// Two writers of the same streams: runs with copies of the state file.
-	for round := range 2 {
-		copyState := filepath.Join(dir, fmt.Sprintf("copy%d.zbstate", round))
-		b, err := os.ReadFile(state)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(copyState, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		a := startRoutedRun(t, bin, args(state))
-		time.Sleep(randDelay(400))
-		c := startRoutedRun(t, bin, args(copyState))
-		ka, erra := a.killAfter(randDelay(2000) + 500*time.Millisecond)
-		kc, errc := c.killAfter(time.Second)
-		t.Logf("two writers %d: killed %v/%v, exit %d/%d:\n%s%s%s%s", round, ka, kc, procExit(erra), procExit(errc),
-			lastLine(a.out.String()), lastLine(a.err.String()), lastLine(c.out.String()), lastLine(c.err.String()))
 	}
 	// The last run completes.
 	last := startRoutedRun(t, bin, args(state))
@@ -200,6 +194,39 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 	t.Logf("last run: %s", last.out.String())
 	srv.kill(t)
 	routedKillCheck(t, filepath.Join(dir, "data"), want)
+}
+
+// twoWriters runs the ingestion twice at once, on state and on a copy of
+// it (copyState): two writers of the same streams, as a killed "go run"
+// that left its child running makes, but past the lock. Both are killed
+// at random moments; neither may put a line under another's offset.
+func twoWriters(t *testing.T, bin string, args func(string) []string, state, copyState string, randDelay func(int) time.Duration) {
+	t.Helper()
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(copyState, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startRoutedRun(t, bin, args(state))
+	time.Sleep(randDelay(200))
+	c := startRoutedRun(t, bin, args(copyState))
+	ka, erra := a.killAfter(200*time.Millisecond + randDelay(700))
+	kc, errc := c.killAfter(100*time.Millisecond + randDelay(700))
+	t.Logf("two writers: killed %v/%v, exit %d/%d:\n%s%s%s%s", ka, kc, procExit(erra), procExit(errc),
+		lastLine(a.out.String()), lastLine(a.err.String()), lastLine(c.out.String()), lastLine(c.err.String()))
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+	}
+	t.Fatalf("%s never appeared", path)
 }
 
 // waitLocked waits until the lock file names process pid: it holds it.
