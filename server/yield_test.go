@@ -33,13 +33,7 @@ func yieldServer(t *testing.T) *servertest.Server {
 func TestIdleReaderIsRotatedForAWaitingCall(t *testing.T) {
 	ts := yieldServer(t)
 	c := ts.Client(t)
-	idle, idleID := pcreate(t, ts, c, "idle")
-	pjson(t, idle, 0, `{"a":1}`)
-	pwaitAck(t, idle, 0)
-
-	busy, _ := pcreate(t, ts, c, "busy")
-	pjson(t, busy, 0, `{"b":1}`)
-	pwaitAck(t, busy, 0) // read only once the idle stream gave its hold back
+	idle, idleID, busy := idleThenBusy(t, ts, c)
 
 	r, err := idle.Recv()
 	if err != nil || r.GetCloseStreamSignal() == nil {
@@ -117,14 +111,7 @@ func TestFirstMessageNotReadForTheBudgetIsBusy(t *testing.T) {
 func TestRotatedReaderGivesItsHoldBack(t *testing.T) {
 	ts := yieldServer(t)
 	c := ts.Client(t)
-	idle, idleID := pcreate(t, ts, c, "idle")
-	pjson(t, idle, 0, `{"a":1}`)
-	pwaitAck(t, idle, 0)
-
-	// Another call waits for the budget: the idle call is rotated.
-	busy, _ := pcreate(t, ts, c, "busy")
-	pjson(t, busy, 0, `{"b":1}`)
-	pwaitAck(t, busy, 0)
+	idle, idleID, busy := idleThenBusy(t, ts, c)
 	if _, err := pend(t, idle); err != nil {
 		t.Fatalf("rotated call ended with %v", err)
 	}
@@ -138,6 +125,20 @@ func TestRotatedReaderGivesItsHoldBack(t *testing.T) {
 	}
 	pclose(t, r)
 	waitHeld(t, ts, "servertest", 0)
+}
+
+// idleThenBusy opens a stream that goes idle after its first record, then
+// another that needs its read hold: the second is acknowledged only once
+// the idle one was rotated and gave its hold back.
+func idleThenBusy(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient) (idle pstream, idleID string, busy pstream) {
+	t.Helper()
+	idle, idleID = pcreate(t, ts, c, "idle")
+	pjson(t, idle, 0, `{"a":1}`)
+	pwaitAck(t, idle, 0)
+	busy, _ = pcreate(t, ts, c, "busy")
+	pjson(t, busy, 0, `{"b":1}`)
+	pwaitAck(t, busy, 0)
+	return idle, idleID, busy
 }
 
 // waitHeld waits until principal who holds want bytes of the budget.
