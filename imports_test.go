@@ -23,7 +23,7 @@ const modulePath = "github.com/zbstream/zbstream"
 // internal/faults is the fault vocabulary the in-memory transport shares
 // with the reference server. A directory that does not exist yet (or holds
 // no non-test Go file yet) is skipped.
-var libraryDirs = []string{"core", "fsm", "proto", "record", "io", "io/memtransport", "grpcio", "internal/version", "internal/atomicfile", "internal/faults", "spool", "zerobus", "writer", "."}
+var libraryDirs = []string{"core", "fsm", "proto", "record", "io", "io/memtransport", "grpcio", "internal/version", "internal/atomicfile", "internal/filelock", "internal/faults", "spool", "zerobus", "writer", "."}
 
 // isStd reports whether an import path belongs to the standard library: its
 // first element has no dot.
@@ -85,8 +85,12 @@ func recordAllowed(path string) bool {
 	return isStd(path) || under(path, "google.golang.org/protobuf", modulePath+"/proto")
 }
 
-// stdlibOnly is the rule for internal/atomicfile: the standard library.
-func stdlibOnly(path string) bool { return isStd(path) || path == modulePath+"/internal/atomicfile" }
+// stdlibOnly is the rule for internal/atomicfile and internal/filelock:
+// the standard library (and golang.org/x/sys, which the lock needs on
+// Windows).
+func stdlibOnly(path string) bool {
+	return isStd(path) || under(path, "golang.org/x/sys", modulePath+"/internal/atomicfile", modulePath+"/internal/filelock")
+}
 
 // driverAllowed is the rule for the driver, io and its in-memory transport:
 // no gRPC and no protobuf, only the standard library, the core, fsm, io and
@@ -238,7 +242,7 @@ func TestLibraryImports(t *testing.T) {
 						t.Errorf("./record imports %s; it may import only the standard library, protobuf and proto", imp)
 					}
 				}
-			case "internal/atomicfile":
+			case "internal/atomicfile", "internal/filelock":
 				allow = stdlibOnly
 				rule = "the standard library"
 			case "internal/faults":

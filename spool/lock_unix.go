@@ -7,24 +7,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/zbstream/zbstream/internal/filelock"
 )
 
-// lockDir takes an exclusive, non-blocking flock on dir's lock file. The
-// kernel releases it when the process dies, however it dies, so a crashed
-// process never leaves a stale lock behind.
+// lockDir takes an exclusive, non-blocking lock on dir's lock file
+// (internal/filelock: released by the kernel however the process dies).
 func lockDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, lockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("spool: opening the lock file: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("spool: locking %s: %w", path, err)
+	f, err := filelock.Lock(filepath.Join(dir, lockFile))
+	switch {
+	case errors.Is(err, filelock.ErrLocked):
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	case err != nil:
+		return nil, fmt.Errorf("spool: %w", err)
 	}
 	return f, nil
 }

@@ -8,11 +8,8 @@ import (
 	"strings"
 
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/internal/filelock"
 )
-
-// errIngestLocked is what ingestLockFile's platform half returns when
-// another process holds the lock.
-var errIngestLocked = errors.New("locked")
 
 // ingestLock is held for a whole run, on the file beside the state file
 // whose name adds ".lock": two runs of one ingestion at once would write
@@ -27,23 +24,19 @@ type ingestLock struct{ f *os.File }
 // process has it and what to do.
 func lockIngestState(path string) (*ingestLock, error) {
 	lockPath := path + ".lock"
-	f, err := os.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("locking state file %s: %w", path, err))
-	}
-	if err := ingestLockFile(f); err != nil {
+	f, err := filelock.Lock(lockPath)
+	if errors.Is(err, filelock.ErrLocked) {
 		holder := ""
 		if b, rerr := os.ReadFile(lockPath); rerr == nil {
 			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
 				holder = fmt.Sprintf(" (process %d)", pid)
 			}
 		}
-		f.Close()
-		if errors.Is(err, errIngestLocked) {
-			return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("state file %s is in use by another zbstream ingest%s: two runs of one ingestion at once would write the same streams. "+
-				"Wait for it to end or stop it, then run again (a killed \"go run\" leaves its zbstream process running: stop that one)", path, holder))
-		}
-		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("locking state file %s: %w", path, err))
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("state file %s is in use by another zbstream ingest%s: two runs of one ingestion at once would write the same streams. "+
+			"Wait for it to end or stop it, then run again (a killed \"go run\" leaves its zbstream process running: stop that one)", path, holder))
+	}
+	if err != nil {
+		return nil, cli.WithCode(cli.ExitFailure, fmt.Errorf("state file %s: %w", path, err))
 	}
 	// The pid is for the message above only: the lock is the OS's.
 	if err := f.Truncate(0); err == nil {

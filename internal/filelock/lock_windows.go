@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package filelock
 
 import (
 	"errors"
@@ -9,12 +9,12 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// ingestLockFile takes an exclusive, non-blocking lock on f's first byte.
-func ingestLockFile(f *os.File) error {
+// lockFile takes an exclusive, non-blocking lock on f's first byte.
+func lockFile(f *os.File) error {
 	ol := new(windows.Overlapped)
 	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, ol)
 	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
-		return errIngestLocked
+		return ErrLocked
 	}
 	return err
 }

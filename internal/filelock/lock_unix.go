@@ -1,6 +1,6 @@
 //go:build !windows
 
-package main
+package filelock
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 	"syscall"
 )
 
-// ingestLockFile takes an exclusive, non-blocking flock on f.
-func ingestLockFile(f *os.File) error {
+// lockFile takes an exclusive, non-blocking flock on f.
+func lockFile(f *os.File) error {
 	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
-		return errIngestLocked
+		return ErrLocked
 	}
 	return err
 }
