@@ -56,6 +56,14 @@ func TestSilentCallYieldsToAWaitingCall(t *testing.T) {
 	c := ts.Client(t)
 	silent := openPersistent(t, c, callCtx(t, ts))
 	awaitHeader(t, silent.Header)
+	// The silent call's receiver holds its read hold before the busy call
+	// asks for one (the headers go out before the receiver takes it; on a
+	// loaded machine the busy call could otherwise take the budget first).
+	for deadline := time.Now().Add(5 * time.Second); ts.Server.BudgetHeldBy("servertest") == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the silent call never took its read hold")
+		}
+	}
 
 	busy, _ := pcreate(t, ts, c, "busy")
 	pjson(t, busy, 0, `{"b":1}`)
