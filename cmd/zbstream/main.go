@@ -24,11 +24,18 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/bench"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/demo"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/ingest"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/serve"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/spoolcmd"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/streams"
 )
 
 // command is one subcommand: run parses args and does the work; its error,
-// if any, carries an exit code (see exitError).
+// if any, carries an exit code (cli.ExitError). Each command is a package
+// under internal/ of its own.
 type command struct {
 	name    string
 	summary string
@@ -37,12 +44,12 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"demo", "run the exactly-once demo: faults, SIGKILLs, verification", runDemo},
-		{"serve", "run the reference Zerobus-compatible server", runServe},
-		{"ingest", "ingest a JSON-lines or protobuf file exactly once, resumably", runIngest},
-		{"streams", "list, show, print or retire a server's streams", runStreams},
-		{"bench", "benchmark the client beside raw gRPC", runBench},
-		{"spool", "check a spool directory, or move its damage aside", runSpoolCmd},
+		{"demo", "run the exactly-once demo: faults, SIGKILLs, verification", demo.Run},
+		{"serve", "run the reference Zerobus-compatible server", serve.Run},
+		{"ingest", "ingest a JSON-lines or protobuf file exactly once, resumably", ingest.Run},
+		{"streams", "list, show, print or retire a server's streams", streams.Run},
+		{"bench", "benchmark the client beside raw gRPC", bench.Run},
+		{"spool", "check a spool directory, or move its damage aside", spoolcmd.Run},
 		{"version", "print the module version, the Go version and the VCS commit", runVersion},
 	}
 }

@@ -1,0 +1,74 @@
+package admin
+
+import (
+	"encoding/json"
+
+	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/server"
+)
+
+// The limits of a records page's offsets (the "limit" parameter).
+const (
+	DefaultLimit = 1000
+	MaxLimit     = 10000
+)
+
+// StreamInfo is a stream as the admin API and "streams -json" show it.
+type StreamInfo struct {
+	ID              string `json:"id"`
+	Kind            string `json:"kind"`
+	Table           string `json:"table"`
+	Principal       string `json:"principal"`
+	RecordType      string `json:"record_type"`
+	DescriptorBytes int    `json:"descriptor_bytes,omitempty"`
+	Watermark       int64  `json:"watermark"`
+	Records         int64  `json:"records"`
+	Retired         bool   `json:"retired"`
+}
+
+// RecordInfo is one stored record: JSON records as JSON, others (proto) as
+// base64 bytes.
+type RecordInfo struct {
+	Offset int64           `json:"offset"`
+	Index  int             `json:"index"`
+	JSON   json.RawMessage `json:"json,omitempty"`
+	Data   []byte          `json:"data,omitempty"`
+}
+
+// RecordsPage is the answer of /v1/streams/{id}/records.
+type RecordsPage struct {
+	StreamID  string       `json:"stream_id"`
+	From      int64        `json:"from"`
+	Watermark int64        `json:"watermark"`
+	Next      int64        `json:"next"`
+	Records   []RecordInfo `json:"records"`
+}
+
+// StreamsList is the answer of /v1/streams.
+type StreamsList struct {
+	Streams []StreamInfo `json:"streams"`
+}
+
+// ErrorBody is the answer to a request that fails.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+// ToStreamInfo is the stream m as the API shows it.
+func ToStreamInfo(m server.StreamMeta) StreamInfo {
+	kind := "ephemeral"
+	if m.Kind == server.KindPersistent {
+		kind = "persistent"
+	}
+	rt := "unspecified"
+	switch ingestpb.RecordType(m.RecordType) {
+	case ingestpb.RecordType_JSON:
+		rt = "json"
+	case ingestpb.RecordType_PROTO:
+		rt = "proto"
+	}
+	return StreamInfo{
+		ID: m.ID, Kind: kind, Table: m.Table, Principal: m.Principal, RecordType: rt,
+		DescriptorBytes: len(m.Descriptor), Watermark: m.Watermark, Records: m.Records, Retired: m.Retired,
+	}
+}

@@ -1,0 +1,246 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/record"
+)
+
+// benchTable is the table the bench writes (the ack-only engine stores
+// nothing).
+const benchTable = "main.bench.events"
+
+// benchConfig is the bench's configuration.
+type benchConfig struct {
+	sizes    []int
+	batch    int
+	duration time.Duration
+	endpoint string // external server; "" starts one in-process
+	engine   string // of the in-process server: "ackonly" or "memory"
+	token    string
+	table    string
+	noCopy   bool // the zbstream client runs with WithNoCopy
+	csvPath  string
+	svgPath  string
+	verbose  bool
+
+	rss      bool
+	volume   int64
+	ackDelay time.Duration // -rss: the server holds every ack back this long
+	recovery bool
+	// rounds: of the table, interleaved rounds per cell; of -recovery,
+	// faults of each kind.
+	rounds int
+}
+
+// Defaults of -rounds, which counts different things in the two modes.
+const (
+	benchDefaultRounds    = 5
+	recoveryDefaultRounds = 200
+)
+
+const benchSynopsis = `bench [flags]
+
+Measures the zbstream client (a persistent stream, until the last record is
+acknowledged) beside a raw gRPC bidi stream sending the same protobuf messages
+with no client logic (the ceiling), in the same run, against the reference
+server's ack-only engine started in-process on loopback (or -endpoint). For each
+record size, one record per call and in batches, the two clients run -rounds
+rounds of -duration each, interleaved (the first alternating), and the table
+gives each client's median round and the median of the rounds' ratios with its
+spread (min and max). Prints a table; -csv and -svg write it.
+
+-rss instead ingests -volume of 1 KiB records through a 64 MiB in-flight bound in
+a child process and reports its peak RSS (with -ack-delay, the server holds every
+ack back, as a distant or slow one would, so that the in-flight bound is reached);
+-recovery instead measures the time until acks flow again after a close signal
+and after a dropped connection.
+
+Flags:`
+
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var child rssConfig
+	switch role, err := cli.Role("bench", &child); {
+	case err != nil:
+		return err
+	case role == "rss":
+		return benchRSSChild(ctx, child, stdout)
+	}
+	fs, cfg := benchFlags(stderr)
+	if err := cli.Parse(fs, args, false); err != nil {
+		return err
+	}
+	if !flagWasSet(fs, "rounds") {
+		cfg.rounds = benchDefaultRounds
+		if cfg.recovery {
+			cfg.rounds = recoveryDefaultRounds
+		}
+	}
+	if err := cfg.check(); err != nil {
+		fs.Usage()
+		return err
+	}
+	err := benchMeasurements(ctx, *cfg, stdout, stderr)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err() // interrupted: exit 130, whatever failed on the way
+	}
+	return err
+}
+
+// benchFlags defines the bench's flags on a new flag set; parsing it fills
+// the configuration (but for -rounds' default, which depends on -recovery).
+func benchFlags(stderr io.Writer) (*flag.FlagSet, *benchConfig) {
+	fs := cli.NewFlags("bench", benchSynopsis, stderr)
+	cfg := &benchConfig{sizes: []int{20, 220, 750, 10 << 10}}
+	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (e.g. 220,10KiB; "+cli.SizeUnits+")")
+	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
+	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
+	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
+	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
+	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
+	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
+	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
+	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
+	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
+	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
+	cli.ByteSizeVar(fs, &cfg.volume, "volume", 4<<30, "`bytes` ingested by -rss (e.g. 4GiB; "+cli.SizeUnits+")")
+	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
+	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
+	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", benchDefaultRounds, recoveryDefaultRounds))
+	return fs, cfg
+}
+
+func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+	if !cfg.rss && !cfg.recovery {
+		return benchTableRun(ctx, cfg, stdout, stderr)
+	}
+	if cfg.rss {
+		if err := benchRSS(ctx, cfg, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if cfg.recovery {
+		return benchRecovery(ctx, cfg, stdout, stderr)
+	}
+	return nil
+}
+
+func (c *benchConfig) check() error {
+	switch {
+	case len(c.sizes) == 0:
+		return cli.UsageErr("-sizes: no size given")
+	case c.batch < 1 || c.batch > 100_000:
+		return cli.UsageErr("-batch must be between 1 and 100000")
+	case c.duration <= 0 || c.duration > time.Hour:
+		return cli.UsageErr("-duration must be positive and at most 1h")
+	case !c.recovery && (c.rounds < 1 || c.rounds > 1000):
+		return cli.UsageErr("-rounds must be between 1 and 1000")
+	case c.engine != "ackonly" && c.engine != "memory":
+		return cli.UsageErr("-engine must be ackonly or memory, not %q", c.engine)
+	case c.volume < 1<<10:
+		return cli.UsageErr("-volume must be at least 1 KiB")
+	case c.rounds < 1 || c.rounds > 1_000_000:
+		return cli.UsageErr("-rounds must be between 1 and 1000000")
+	case c.token != "" && c.endpoint == "":
+		return cli.UsageErr("-token needs -endpoint (the in-process server is in open mode)")
+	case c.ackDelay < 0 || c.ackDelay > time.Minute:
+		return cli.UsageErr("-ack-delay must be between 0 and 1m")
+	case c.noCopy && (c.rss || c.recovery):
+		return cli.UsageErr("-nocopy applies to the throughput table only")
+	case c.ackDelay > 0 && !c.rss:
+		return cli.UsageErr("-ack-delay applies to -rss only")
+	case (c.rss || c.recovery) && c.endpoint != "":
+		return cli.UsageErr("-rss and -recovery use the in-process server: drop -endpoint")
+	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):
+		return cli.UsageErr("-csv and -svg write the throughput table, not -rss or -recovery")
+	}
+	if err := record.CheckTable(c.table); err != nil {
+		return cli.UsageErr("-table: %v", err)
+	}
+	if c.endpoint != "" {
+		if _, err := grpcio.ParseEndpoint(c.endpoint); err != nil {
+			return cli.UsageErr("-endpoint: %v", err)
+		}
+	}
+	if c.rss { // -rss sends 1 KiB records, whatever -sizes says
+		if b := int64(c.batch) * int64(rssRecordSize+5); b > core.DefaultMaxCallBytes {
+			return cli.UsageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, rssRecordSize, b, core.DefaultMaxCallBytes)
+		}
+		return nil
+	}
+	for _, s := range c.sizes {
+		if s < benchMinRecord {
+			return cli.UsageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
+		}
+		if b := int64(c.batch) * int64(s+5); b > core.DefaultMaxCallBytes {
+			return cli.UsageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, core.DefaultMaxCallBytes)
+		}
+	}
+	return nil
+}
+
+// flagWasSet reports whether the command line set the flag name.
+func flagWasSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// sizesFlag is a comma-separated list of byte sizes (cli.ParseByteSize),
+// each at most 1 GiB.
+type sizesFlag struct{ p *[]int }
+
+func (f sizesFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	s := make([]string, len(*f.p))
+	for i, n := range *f.p {
+		s[i] = cli.FormatByteSize(int64(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func (f sizesFlag) Set(v string) error {
+	var out []int
+	for part := range strings.SplitSeq(v, ",") {
+		n, err := cli.ParseByteSize(part)
+		if err != nil {
+			return fmt.Errorf("%q: %w", part, err)
+		}
+		if n > 1<<30 {
+			return fmt.Errorf("%q is too large", part)
+		}
+		out = append(out, int(n))
+	}
+	*f.p = out
+	return nil
+}
+
+// formatBytes writes n with a 1024-based unit when it is a whole multiple.
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.m && n%u.m == 0 {
+			return fmt.Sprintf("%d %s", n/u.m, u.s)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// sizeLabel is a record size as the table and chart show it: "20 B",
+// "10 KiB".
+func sizeLabel(n int) string { return formatBytes(int64(n)) }
+
+var _ flag.Value = sizesFlag{}

@@ -1,0 +1,345 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+)
+
+// benchRun runs "zbstream bench args..." and returns its exit code and
+// outputs.
+func benchRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cmds.Run(context.Background(), append([]string{"bench"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestBenchTableCSVSVG runs a tiny bench (one size, short, one run) and
+// checks the table's rows, the CSV's columns and the SVG's bars.
+func TestBenchTableCSVSVG(t *testing.T) {
+	dir := t.TempDir()
+	csvPath, svgPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.svg")
+	code, out, errs := benchRun(t, "-sizes", "20", "-duration", "50ms", "-rounds", "2", "-batch", "10",
+		"-csv", csvPath, "-svg", svgPath)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkBenchTable(t, out, []string{"20 B single", "20 B batch 10"})
+	checkBenchCSV(t, csvPath, [][2]string{{"20", "single"}, {"20", "batch 10"}})
+	checkBenchSVG(t, svgPath, 2)
+}
+
+// TestBenchExternalEndpoint points the bench at a server it did not start,
+// with the memory engine, two sizes, one record per call only.
+func TestBenchExternalEndpoint(t *testing.T) {
+	_, ep, stop, err := benchServer("memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1KiB", "-batch", "1", "-duration", "30ms", "-rounds", "2")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkBenchTable(t, out, []string{"220 B single", "1 KiB single"})
+	if !strings.Contains(out, "engine external "+ep) {
+		t.Errorf("the table does not name the external server:\n%s", out)
+	}
+}
+
+// TestBenchMemoryEngine runs the in-process server on the memory engine.
+func TestBenchMemoryEngine(t *testing.T) {
+	dir := t.TempDir()
+	svgPath := filepath.Join(dir, "b.svg")
+	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-rounds", "1", "-svg", svgPath)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	checkBenchTable(t, out, []string{"220 B single", "220 B batch 20"})
+	checkBenchSVG(t, svgPath, 2)
+}
+
+// checkBenchTable checks that the table has exactly the rows named by
+// their size and mode, each with seven numbers: each client's records/s
+// and MB/s, and the ratio with its min and max.
+func checkBenchTable(t *testing.T, out string, want []string) {
+	t.Helper()
+	_, table, ok := strings.Cut(out, "ratio max\n")
+	if !ok {
+		t.Fatalf("no table header in:\n%s", out)
+	}
+	var got []string
+	for line := range strings.SplitSeq(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == "wrote" {
+			continue
+		}
+		if len(f) < 9 {
+			t.Errorf("short row %q", line)
+			continue
+		}
+		// records/s and ratios are positive; MB/s of tiny records at a
+		// slow rate may round to zero.
+		for i, n := range f[len(f)-7:] {
+			if x, err := strconv.ParseFloat(n, 64); err != nil || x < 0 || (x == 0 && (i%2 == 0 || i > 3)) {
+				t.Errorf("row %q: %q is not a positive number", line, n)
+			}
+		}
+		got = append(got, strings.Join(f[:len(f)-7], " "))
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("rows %q, want %q\n%s", got, want, out)
+	}
+}
+
+func checkBenchCSV(t *testing.T, path string, want [][2]string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV: %v", err)
+	}
+	wantHeader := "size_bytes,mode,records_per_call,rounds," +
+		"zbstream_records_per_s_median,zbstream_records_per_s_min,zbstream_records_per_s_max,zbstream_mb_per_s_median," +
+		"raw_records_per_s_median,raw_records_per_s_min,raw_records_per_s_max,raw_mb_per_s_median," +
+		"ratio_median,ratio_min,ratio_max"
+	if len(rows) == 0 || strings.Join(rows[0], ",") != wantHeader {
+		t.Fatalf("CSV header %q, want %q", rows[:min(len(rows), 1)], wantHeader)
+	}
+	if len(rows)-1 != len(want) {
+		t.Fatalf("CSV has %d rows, want %d: %q", len(rows)-1, len(want), rows)
+	}
+	for i, r := range rows[1:] {
+		if r[0] != want[i][0] || r[1] != want[i][1] {
+			t.Errorf("CSV row %d: %q, want size %s mode %s", i+1, r, want[i][0], want[i][1])
+		}
+		for j, v := range r[3:] {
+			// MB/s of tiny records at a slow rate may round to zero.
+			if x, err := strconv.ParseFloat(v, 64); err != nil || x < 0 || (x == 0 && j != 4 && j != 8) {
+				t.Errorf("CSV row %d: %q is not a positive number", i+1, v)
+			}
+		}
+		size, _ := strconv.ParseFloat(r[0], 64)
+		recs, _ := strconv.ParseFloat(r[4], 64)
+		mb, _ := strconv.ParseFloat(r[7], 64)
+		if d := recs*size/1e6 - mb; d > 0.01 || d < -0.01 {
+			t.Errorf("CSV row %d: %v records/s of %v B is not %v MB/s", i+1, recs, size, mb)
+		}
+	}
+}
+
+// checkBenchSVG decodes the chart as XML and counts the bars and their
+// whiskers: one per series (zbstream, raw) per cell in each of the two
+// panels.
+func checkBenchSVG(t *testing.T, path string, cells int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bars := countSVGBars(t, b)
+	for _, series := range []string{"bar zbstream", "bar raw", "whisker zbstream", "whisker raw"} {
+		if bars[series] != 2*cells {
+			t.Errorf("%d %q rects, want %d (2 panels of %d cells)", bars[series], series, 2*cells, cells)
+		}
+	}
+}
+
+func countSVGBars(t *testing.T, b []byte) map[string]int {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(b))
+	bars := map[string]int{}
+	root := ""
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the SVG is not well-formed XML: %v", err)
+		}
+		se, ok := tok.(xml.StartElement)
+		if !ok {
+			continue
+		}
+		if root == "" {
+			root = se.Name.Local
+			if se.Name.Space != "http://www.w3.org/2000/svg" {
+				t.Errorf("root namespace %q", se.Name.Space)
+			}
+		}
+		if se.Name.Local == "g" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "class" && strings.HasPrefix(a.Value, "whisker ") {
+					bars[a.Value]++
+				}
+			}
+		}
+		if se.Name.Local != "rect" {
+			continue
+		}
+		for _, a := range se.Attr {
+			if a.Name.Local == "class" && strings.HasPrefix(a.Value, "bar ") {
+				bars[a.Value]++
+				for _, b := range se.Attr {
+					if b.Name.Local == "height" {
+						if h, err := strconv.ParseFloat(b.Value, 64); err != nil || h < 0 {
+							t.Errorf("bar of height %q", b.Value)
+						}
+					}
+				}
+			}
+		}
+	}
+	if root != "svg" {
+		t.Errorf("root element %q, want svg", root)
+	}
+	return bars
+}
+
+// TestBenchSVGEdgeCases draws results the clock can give: a zero rate and
+// equal rates, and text that needs escaping.
+func TestBenchSVGEdgeCases(t *testing.T) {
+	r := benchResult{
+		Cells: []benchCell{{Size: 20, Batch: 1}, {Size: 10240, Batch: 100, ZbRates: []float64{1000}, RawRates: []float64{1000}},
+			{Size: 220, Batch: 1, ZbRates: []float64{5, 0}, RawRates: []float64{0, 0}}},
+		Date:    time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
+		Machine: `2 cores (<"A&B">)`, Engine: "external http://x?a=1&b=2", Duration: time.Second, Rounds: 1,
+	}
+	var b bytes.Buffer
+	if err := writeBenchSVG(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	bars := countSVGBars(t, b.Bytes())
+	if bars["bar zbstream"] != 6 || bars["bar raw"] != 6 || bars["whisker zbstream"] != 6 || bars["whisker raw"] != 6 {
+		t.Errorf("bars and whiskers %v, want 6 of each", bars)
+	}
+}
+
+// TestBenchBadFlags: every bad flag or value is a usage error (exit 2)
+// with a message; -h is help (exit 0).
+func TestBenchBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-nope"},
+		{"stray"},
+		{"-runs", "3"}, // replaced by -rounds
+		{"-rounds", "x"},
+		{"-rounds", "1001"},
+		{"-duration", "0s"},
+		{"-duration", "soon"},
+		{"-batch", "0"},
+		{"-sizes", ""},
+		{"-sizes", "20,abc"},
+		{"-sizes", "4"},
+		{"-sizes", "-20"},
+		{"-sizes", "1MiB", "-batch", "100"},
+		{"-engine", "bolt"},
+		{"-endpoint", "ftp://x"},
+		{"-token", "t"},
+		{"-table", "nodots"},
+		{"-volume", "12 parsecs"},
+		{"-volume", "10"},
+		{"-rounds", "0"},
+		{"-rss", "-csv", "x.csv"},
+		{"-recovery", "-endpoint", "http://127.0.0.1:1"},
+	} {
+		code, out, errs := benchRun(t, args...)
+		if code != cli.ExitUsage {
+			t.Errorf("bench %q: exit %d, want %d\n%s%s", args, code, cli.ExitUsage, out, errs)
+		}
+		if !strings.Contains(errs, "zbstream") || out != "" {
+			t.Errorf("bench %q: stdout %q, stderr %q: want a message on stderr only", args, out, errs)
+		}
+	}
+	code, _, errs := benchRun(t, "-h")
+	if code != cli.ExitOK || !strings.Contains(errs, "Usage: zbstream bench") || !strings.Contains(errs, "-sizes") {
+		t.Errorf("bench -h: exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// TestBenchRecovery runs a few rounds of each fault.
+func TestBenchRecovery(t *testing.T) {
+	code, out, errs := benchRun(t, "-recovery", "-rounds", "3")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	for _, kind := range []string{"close signal:", "dropped connection:"} {
+		if !strings.Contains(out, kind) || !strings.Contains(out, "3 rounds") {
+			t.Errorf("no %q line with 3 rounds in:\n%s", kind, out)
+		}
+	}
+}
+
+// TestBenchRSSChild runs the -rss child's role in this process (the test
+// binary cannot be re-executed as zbstream) at a small volume.
+func TestBenchRSSChild(t *testing.T) {
+	_, ep, stop, err := benchServer("ackonly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	t.Setenv(cli.RoleEnv, "bench:rss")
+	t.Setenv(cli.RoleConfigEnv, `{"endpoint":"`+ep+`","table":"main.bench.events","volume":1048576,"batch":7}`)
+	code, out, errs := benchRun(t)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, `result {"records":1024,"bytes":1048576,`) {
+		t.Errorf("no result for 1024 records in:\n%s", out)
+	}
+	t.Setenv(cli.RoleConfigEnv, "{")
+	if code, _, errs := benchRun(t); code != cli.ExitFailure || !strings.Contains(errs, cli.RoleConfigEnv) {
+		t.Errorf("a bad child config: exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestBenchStop(t *testing.T) {
+	now := time.Now()
+	start := now.Add(-time.Second)
+	if !benchStop(start, now.Add(-time.Millisecond), 10, 0) {
+		t.Error("past the deadline: want stop")
+	}
+	if benchStop(start, now.Add(time.Second), 100, 0) {
+		t.Error("no ack yet, before the deadline: want go on")
+	}
+	// 1000 acks in 1 s; 100 unacked drain in 0.1 s, well before the deadline.
+	if benchStop(start, now.Add(time.Second), 1100, 1000) {
+		t.Error("little backlog: want go on")
+	}
+	// 5000 unacked drain in 5 s, after the deadline.
+	if !benchStop(start, now.Add(time.Second), 6000, 1000) {
+		t.Error("large backlog: want stop")
+	}
+}
+
+// TestBenchInterrupted: Ctrl-C (the context ending) stops a run cleanly,
+// with exit 130 and nothing left running (goleak).
+func TestBenchInterrupted(t *testing.T) {
+	for _, args := range [][]string{{"-sizes", "20", "-duration", "10s"}, {"-recovery", "-rounds", "1000000"}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := time.AfterFunc(300*time.Millisecond, cancel) // as SIGINT does in main
+		var out, errb bytes.Buffer
+		code := cmds.Run(ctx, append([]string{"bench"}, args...), &out, &errb)
+		stop.Stop()
+		cancel()
+		if code != cli.ExitInterrupted {
+			t.Errorf("bench %q interrupted: exit %d, want %d\n%s%s", args, code, cli.ExitInterrupted, out.String(), errb.String())
+		}
+	}
+}

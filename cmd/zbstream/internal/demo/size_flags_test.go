@@ -1,0 +1,14 @@
+package demo
+
+import (
+	"flag"
+	"io"
+	"testing"
+)
+
+// TestSizeFlags: every size flag of demo reads a size as every other
+// subcommand's does, and refuses a bad one naming the flag.
+func TestSizeFlags(t *testing.T) {
+	newFlags := func() *flag.FlagSet { fs, _ := demoFlags(io.Discard); return fs }
+	cmds.CheckSizeFlags(t, "demo", newFlags, "record-size")
+}

@@ -1,0 +1,210 @@
+package ingest
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/record"
+)
+
+const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
+       ingest -endpoint URL -table-field FIELD [-max-open-streams N] [flags] FILE
+
+Ingests FILE into a table exactly once, through a persistent stream. FILE
+holds JSON lines (one JSON object per non-empty line), or, with
+-proto-descriptor-set and -proto-message, length-delimited protobuf records
+(each a varint length, then the message). Flags may come before or after
+FILE.
+
+Every record is checked, before anything is sent, with the server's own
+rules (a JSON object in valid UTF-8, or a message that parses with the
+descriptor and has no field unknown to it; at most the per-call limit in
+size). A record that fails ends the run with FILE:LINE and exit code 3,
+unless -skip-invalid names a dead-letter file: then such records are
+written there, one JSON line each ({"line":N,"offset":BYTE,"reason":...,
+"record":TEXT}, with "record_base64" instead of "record" for a record that
+is not valid UTF-8 and for protobuf, and "index":N for a protobuf
+record's number), and the others are ingested.
+
+A state file (FILE.zbstate unless -state says otherwise) keeps the stream id
+and how the file maps to offsets (the records set aside included). After
+Ctrl-C or a crash, run the same command again: it resumes the stream and
+continues after the records the server already holds, with no duplicate
+and no gap. A finished file is not sent again. The file must not change
+until it is done, with one exception: if the server refuses a call for
+good, the error names its lines, and the records after those the server
+holds may be corrected before running the same command again.
+
+With -table-field instead of -table, each JSON line goes to the table
+named by its top-level string field FIELD (the line is sent as it is,
+FIELD included), through at most -max-open-streams streams at once: the
+least recently used is flushed and closed when another table needs its
+place, and resumed when its table comes again. Each table gets its own
+persistent stream, and its records are grouped into calls in file order
+as above; the state file keeps every table's stream and its part of the
+file, so a rerun resumes each table after its own watermark. A line
+without FIELD, or whose FIELD is not a string naming catalog.schema.table,
+is refused before anything is sent (FILE:LINE), or set aside with
+-skip-invalid. A table whose stream fails stops alone: the others go on,
+the run exits 1 naming it, and a rerun continues it.
+
+Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
+included: an untrusted certificate, the wrong scheme), 3 unreadable or
+malformed input (or a state file for another file, or records the server
+refused), 4 server unreachable, 5 credentials or table refused, 130
+interrupted (run again to continue).
+
+Flags:`
+
+// Defaults of the ingest command.
+const (
+	ingestDefaultBatchRecords = 100
+	ingestDefaultBatchBytes   = 4 << 20
+	ingestDefaultMaxInflight  = 1000
+	ingestDefaultMaxOpen      = 16
+)
+
+type ingestFlags struct {
+	endpoint, token, table, appName, caFile string
+	tableField                              string // routed: each record's table is this field
+	maxOpen                                 int    // routed: streams open at once, at most
+	tokenFrom                               string // "-token", "$ZBSTREAM_TOKEN" or "" (none)
+	state, skipInvalid                      string
+	descSet, message                        string
+	batchRecords, maxInflight               int
+	batchBytes                              int64
+	interval, closeTimeout                  time.Duration
+	file                                    string
+	batchSet                                bool // -batch-size or -batch-bytes given
+}
+
+// ingestFlagSet defines the ingest flags on a new flag set; parsing it
+// fills the flags returned (parseIngestFlags then checks them).
+func ingestFlagSet(stderr io.Writer) (*flag.FlagSet, *ingestFlags) {
+	f := new(ingestFlags)
+	fs := cli.NewFlags("ingest", ingestSynopsis, stderr)
+	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
+	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
+	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
+	fs.StringVar(&f.tableField, "table-field", "", "route each JSON line to the table named by its top-level string `field` (instead of -table)")
+	fs.IntVar(&f.maxOpen, "max-open-streams", ingestDefaultMaxOpen, "with -table-field: streams open at once, at most `N`")
+	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
+	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
+	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
+	fs.StringVar(&f.skipInvalid, "skip-invalid", "", "write the records the server would refuse to this dead-letter `file` (JSON lines, rewritten whole) and ingest the others")
+	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
+	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
+	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
+	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
+	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
+	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
+	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
+	return fs, f
+}
+
+func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
+	fs, f := ingestFlagSet(stderr)
+	pos, err := cli.ParseAnywhere(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if f.token != "" {
+		f.tokenFrom = "-token"
+	} else if f.token = os.Getenv(cli.EnvToken); f.token != "" {
+		f.tokenFrom = "$" + cli.EnvToken
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "batch-size" || fl.Name == "batch-bytes" {
+			f.batchSet = true
+		}
+	})
+	switch {
+	case len(pos) != 1:
+		fs.Usage()
+		if len(pos) == 0 {
+			return nil, cli.UsageErr("ingest takes one FILE, got none")
+		}
+		return nil, cli.UsageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
+	case f.endpoint == "":
+		return nil, cli.UsageErr("-endpoint is required")
+	case f.table == "" && f.tableField == "":
+		return nil, cli.UsageErr("-table is required (or -table-field, to route each record by a field of its own)")
+	case f.table != "" && f.tableField != "":
+		return nil, cli.UsageErr("-table and -table-field exclude each other: one table for every record, or each record's own")
+	case f.tableField != "" && f.descSet != "":
+		return nil, cli.UsageErr("-table-field takes JSON lines, not protobuf records")
+	case f.maxOpen <= 0:
+		return nil, cli.UsageErr("-max-open-streams must be positive")
+	case (f.descSet == "") != (f.message == ""):
+		return nil, cli.UsageErr("-proto-descriptor-set and -proto-message go together")
+	case f.batchRecords <= 0:
+		return nil, cli.UsageErr("-batch-size must be positive")
+	case f.batchBytes <= 0 || f.batchBytes > core.DefaultMaxCallBytes:
+		return nil, cli.UsageErr("-batch-bytes must be between 1 and %d, the per-call limit", core.DefaultMaxCallBytes)
+	case f.maxInflight <= 0:
+		return nil, cli.UsageErr("-max-inflight must be positive")
+	case f.closeTimeout <= 0:
+		return nil, cli.UsageErr("-close-timeout must be positive")
+	case f.interval < 0:
+		return nil, cli.UsageErr("-progress must not be negative (0 turns progress off)")
+	}
+	if f.table != "" {
+		if err := record.CheckTable(f.table); err != nil {
+			return nil, cli.UsageErr("-table: %v", err)
+		}
+	}
+	f.file = pos[0]
+	if f.state == "" {
+		f.state = f.file + ".zbstate"
+	}
+	if f.skipInvalid != "" {
+		// The dead-letter file is replaced whole: never by the input or
+		// the state file.
+		for _, other := range []struct{ name, path string }{{"FILE", f.file}, {"the state file", f.state}} {
+			if ingestSamePath(f.skipInvalid, other.path) {
+				return nil, cli.UsageErr("-skip-invalid %s is %s: give the dead-letter file a path of its own", f.skipInvalid, other.name)
+			}
+		}
+	}
+	return f, nil
+}
+
+// ingestSamePath reports whether a and b name the same file: the same
+// absolute path, or the same existing file.
+func ingestSamePath(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	if err1 == nil && err2 == nil && aa == ab {
+		return true
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// clientErr is clientErr with the hints of this command's flags: where
+// the token comes from when the server refuses it, the table when the
+// token may not write it.
+func (f *ingestFlags) clientErr(err error) error {
+	var ce *zbstream.ConnectionError
+	if errors.As(err, &ce) {
+		switch {
+		case ce.Code == core.CodeUnauthenticated && f.tokenFrom == "":
+			err = core.Errorf("%w (no token was given: pass -token, or set $%s)", err, cli.EnvToken)
+		case ce.Code == core.CodeUnauthenticated:
+			err = core.Errorf("%w (the token from %s was refused: check it, or pass another with -token)", err, f.tokenFrom)
+		case ce.Code == core.CodePermissionDenied && f.tokenFrom != "" && f.table == "":
+			err = core.Errorf("%w (the token from %s may not write this table: check the records' -table-field, or the token's grants)", err, f.tokenFrom)
+		case ce.Code == core.CodePermissionDenied && f.tokenFrom != "":
+			err = core.Errorf("%w (the token from %s may not write table %s: check -table, or the token's grants)", err, f.tokenFrom, f.table)
+		}
+	}
+	return cli.ClientErr(err, "-ca-file")
+}

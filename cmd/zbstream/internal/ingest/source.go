@@ -1,0 +1,300 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
+
+	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/core"
+	"github.com/zbstream/zbstream/record"
+)
+
+// Input formats, as the state file names them.
+const (
+	ingestFormatJSON  = "json-lines"
+	ingestFormatProto = "protobuf-delimited"
+)
+
+// ingestMaxRecordBytes bounds one record: the protocol's per-call limit, which a
+// record sent alone must fit.
+const ingestMaxRecordBytes = core.DefaultMaxCallBytes
+
+// ingestInputErr is an unreadable or malformed input: exit code 3.
+func ingestInputErr(format string, a ...any) error {
+	return cli.WithCode(cli.ExitInput, fmt.Errorf(format, a...))
+}
+
+// ingestRecordReader yields a file's records in order; io.EOF ends them. A
+// record the server would refuse is an *ingestInvalidRecord, after which
+// the reader goes on; every other error is an input error naming the file
+// and the place. place is where the last record returned (or refused) is.
+type ingestRecordReader interface {
+	next() ([]byte, error)
+	place() ingestPlace
+}
+
+// ingestJSONLines reads a JSON-lines file: every non-empty line is one record,
+// checked as the server checks it; blank lines are skipped.
+type ingestJSONLines struct {
+	path  string
+	r     *bufio.Reader
+	check *record.Checker
+	line  int64
+	pos   int64 // bytes read
+	at    ingestPlace
+}
+
+func (j *ingestJSONLines) place() ingestPlace { return j.at }
+
+func (j *ingestJSONLines) next() ([]byte, error) {
+	for {
+		b, err := j.r.ReadBytes('\n')
+		if len(b) == 0 && err != nil {
+			if err == io.EOF {
+				return nil, io.EOF
+			}
+			return nil, ingestInputErr("%s: reading after line %d: %v", j.path, j.line, err)
+		}
+		if err != nil && err != io.EOF {
+			return nil, ingestInputErr("%s: reading line %d: %v", j.path, j.line+1, err)
+		}
+		j.line++
+		start := j.pos
+		j.pos += int64(len(b))
+		if j.line == 1 {
+			b = bytes.TrimPrefix(b, []byte("\ufeff")) // a UTF-8 byte order mark
+		}
+		rec := bytes.TrimSpace(b)
+		if len(rec) == 0 {
+			continue
+		}
+		j.at = ingestPlace{n: j.line, off: start, end: j.pos}
+		if reason := ingestJSONReason(j.check, rec); reason != "" {
+			return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
+		}
+		return rec, nil
+	}
+}
+
+// ingestJSONProblem says what is wrong with a line that json.Valid refused.
+func ingestJSONProblem(b []byte) string {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%v (at byte %d of the line)", se, se.Offset)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "invalid JSON"
+}
+
+func ingestPreview(b []byte) string {
+	if len(b) > 20 {
+		return string(b[:20]) + "..."
+	}
+	return string(b)
+}
+
+// ingestDelimitedProto reads a file of length-delimited protobuf records: each a
+// varint length, then that many bytes, which must parse as msg.
+type ingestDelimitedProto struct {
+	path  string
+	r     *bufio.Reader
+	md    protoreflect.MessageDescriptor
+	check *record.Checker
+	n     int64 // records read
+	pos   int64 // byte offset of the next record's length prefix
+	count *ingestCountingReader
+	at    ingestPlace
+}
+
+func (p *ingestDelimitedProto) place() ingestPlace { return p.at }
+
+func (p *ingestDelimitedProto) next() ([]byte, error) {
+	at := p.pos
+	idx := p.n + 1
+	size, err := binary.ReadUvarint(p.r)
+	switch {
+	case err == io.EOF:
+		return nil, io.EOF
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, ingestInputErr("%s: record %d at byte offset %d: truncated length prefix", p.path, idx, at)
+	case err != nil && p.count.err != nil:
+		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, p.count.err)
+	case err != nil:
+		return nil, ingestInputErr("%s: record %d at byte offset %d: bad length prefix: %v", p.path, idx, at, err)
+	}
+	head := int64(protowire.SizeVarint(size))
+	if size > ingestMaxRecordBytes {
+		return nil, ingestInputErr("%s: record %d at byte offset %d: length %d is over the per-call limit of %d bytes (a corrupt prefix?)", p.path, idx, at, size, ingestMaxRecordBytes)
+	}
+	rec := make([]byte, size)
+	if n, err := io.ReadFull(p.r, rec); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
+			return nil, ingestInputErr("%s: record %d at byte offset %d: truncated: length %d, only %d bytes left", p.path, idx, at, size, n)
+		}
+		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
+	}
+	p.n++
+	p.pos = at + head + int64(size)
+	p.at = ingestPlace{n: idx, off: at, end: p.pos}
+	if reason := ingestSizeReason(rec); reason != "" {
+		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at, reason: reason, record: rec}
+	}
+	if err := p.check.Check(rec); err != nil {
+		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at,
+			reason: fmt.Sprintf("not a valid %s: %v", p.md.FullName(), err), record: rec}
+	}
+	return rec, nil
+}
+
+// ingestCountingReader counts the bytes read and remembers the first read error
+// that is not io.EOF, so that a failing disk is not reported as a
+// malformed record.
+type ingestCountingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *ingestCountingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// ingestLoadMessage finds message name in a FileDescriptorSet file.
+func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, ingestInputErr("descriptor set: %v", err)
+	}
+	var set descriptorpb.FileDescriptorSet
+	if err := proto.Unmarshal(b, &set); err != nil {
+		return nil, ingestInputErr("descriptor set %s: not a FileDescriptorSet: %v", path, err)
+	}
+	files, err := protodesc.NewFiles(&set)
+	if err != nil {
+		return nil, ingestInputErr("descriptor set %s: %v", path, err)
+	}
+	d, err := files.FindDescriptorByName(protoreflect.FullName(name))
+	if errors.Is(err, protoregistry.NotFound) {
+		var names []string
+		files.RangeFiles(func(f protoreflect.FileDescriptor) bool {
+			ms := f.Messages()
+			for i := range ms.Len() {
+				if len(names) < 10 {
+					names = append(names, string(ms.Get(i).FullName()))
+				}
+			}
+			return true
+		})
+		return nil, cli.UsageErr("-proto-message %s: no such message in %s (it has %v)", name, path, names)
+	} else if err != nil {
+		return nil, ingestInputErr("descriptor set %s: %v", path, err)
+	}
+	md, ok := d.(protoreflect.MessageDescriptor)
+	if !ok {
+		return nil, cli.UsageErr("-proto-message %s: not a message in %s", name, path)
+	}
+	// Refused before anything else, rather than when the stream is created.
+	if err := zbstream.CheckProtoDescriptor(md); err != nil {
+		var ce *zbstream.ConfigError
+		if errors.As(err, &ce) {
+			return nil, cli.UsageErr("-proto-message %s: %s", name, ce.Reason)
+		}
+		return nil, cli.UsageErr("-proto-message %s: %v", name, err)
+	}
+	return md, nil
+}
+
+// ingestSource opens an input file and reads its records.
+type ingestSource struct {
+	path   string
+	format string
+	md     protoreflect.MessageDescriptor // for formatProto
+	check  *record.Checker
+}
+
+// open opens the file and returns a reader of its records; the returned
+// hash, if not nil, sees every byte read.
+func (s ingestSource) open(withHash bool) (ingestRecordReader, hash.Hash, *ingestCountingReader, func() error, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, nil, nil, nil, ingestInputErr("%v", err)
+	}
+	var r io.Reader = f
+	var h hash.Hash
+	if withHash {
+		h = sha256.New()
+		r = io.TeeReader(f, h)
+	}
+	cr := &ingestCountingReader{r: r}
+	br := bufio.NewReaderSize(cr, 1<<20)
+	if s.format == ingestFormatProto {
+		return &ingestDelimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
+	}
+	return &ingestJSONLines{path: s.path, r: br, check: s.check}, h, cr, f.Close, nil
+}
+
+// describe names records first to last of the file: "lines 3-9 of FILE".
+func (s ingestSource) describe(first, last int64) string {
+	return s.records(first, last) + " of " + s.path
+}
+
+// unit is what numbers a record: its line, or its place among records.
+func (s ingestSource) unit() string {
+	if s.format == ingestFormatProto {
+		return "record"
+	}
+	return "line"
+}
+
+// records names records first to last: "lines 3-9", "record 7".
+func (s ingestSource) records(first, last int64) string {
+	unit := s.unit()
+	if first == last {
+		return fmt.Sprintf("%s %d", unit, first)
+	}
+	return fmt.Sprintf("%ss %d-%d", unit, first, last)
+}
+
+// prefixSHA256 hashes the first n bytes of the file: what pins the part
+// of it the server holds (see ingestPin).
+func (s ingestSource) prefixSHA256(n int64) (string, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return "", ingestInputErr("%v", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, n); err != nil {
+		if err == io.EOF {
+			return "", ingestInputErr("%s is shorter than the %d bytes the server holds", s.path, n)
+		}
+		return "", ingestInputErr("%s: %v", s.path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,14 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/clitest"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/streams"
+)
+
+// TestMain checks that no test leaves a goroutine behind.
+func TestMain(m *testing.M) { clitest.Main(m) }
+
+// cmds are the subcommands these tests run in-process, as main runs them.
+var cmds = clitest.Commands{"serve": Run, "streams": streams.Run}
