@@ -16,9 +16,9 @@ import (
 	"github.com/zbstream/zbstream/server"
 )
 
-// adminFixture is a memory store with alice's JSON stream of 5 offsets
+// fixture is a memory store with alice's JSON stream of 5 offsets
 // (offset 3 a batch of two records) and bob's stream.
-func adminFixture(t *testing.T) *server.MemoryStore {
+func fixture(t *testing.T) *server.MemoryStore {
 	t.Helper()
 	st := server.NewMemoryStore()
 	t.Cleanup(func() { st.Close() })
@@ -45,7 +45,7 @@ func adminFixture(t *testing.T) *server.MemoryStore {
 	return st
 }
 
-func adminGet(t *testing.T, ts *httptest.Server, method, path, token string, out any) int {
+func get(t *testing.T, ts *httptest.Server, method, path, token string, out any) int {
 	t.Helper()
 	req, err := http.NewRequest(method, ts.URL+path, nil)
 	if err != nil {
@@ -78,72 +78,72 @@ func TestAdminAuthAndVisibility(t *testing.T) {
 		"tok-alice": {Name: "alice", Tables: []string{clitest.TableA}},
 		"tok-bob":   {Name: "bob", Tables: []string{server.AllTables}},
 	}
-	ts := httptest.NewServer(NewHandler(adminFixture(t), tokens.lookup, slog.New(slog.DiscardHandler), DefaultLimits()))
+	ts := httptest.NewServer(NewHandler(fixture(t), tokens.lookup, slog.New(slog.DiscardHandler), DefaultLimits()))
 	defer ts.Close()
 
 	var e ErrorBody
-	if code := adminGet(t, ts, "GET", "/v1/streams", "", &e); code != http.StatusUnauthorized || !strings.Contains(e.Error, "missing") {
+	if code := get(t, ts, "GET", "/v1/streams", "", &e); code != http.StatusUnauthorized || !strings.Contains(e.Error, "missing") {
 		t.Fatalf("no token: %d %q", code, e.Error)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams", "tok-wrong", &e); code != http.StatusUnauthorized || strings.Contains(e.Error, "tok-wrong") {
+	if code := get(t, ts, "GET", "/v1/streams", "tok-wrong", &e); code != http.StatusUnauthorized || strings.Contains(e.Error, "tok-wrong") {
 		t.Fatalf("wrong token: %d %q", code, e.Error)
 	}
 	var l StreamsList
-	if code := adminGet(t, ts, "GET", "/v1/streams", "tok-alice", &l); code != 200 || len(l.Streams) != 1 || l.Streams[0].ID != "ps-a" || l.Streams[0].Watermark != 4 || l.Streams[0].Records != 6 {
+	if code := get(t, ts, "GET", "/v1/streams", "tok-alice", &l); code != 200 || len(l.Streams) != 1 || l.Streams[0].ID != "ps-a" || l.Streams[0].Watermark != 4 || l.Streams[0].Records != 6 {
 		t.Fatalf("alice's list: %d %+v", code, l)
 	}
 	// bob may write every table, yet sees only his own stream.
-	if code := adminGet(t, ts, "GET", "/v1/streams", "tok-bob", &l); code != 200 || len(l.Streams) != 1 || l.Streams[0].ID != "ps-b" {
+	if code := get(t, ts, "GET", "/v1/streams", "tok-bob", &l); code != 200 || len(l.Streams) != 1 || l.Streams[0].ID != "ps-b" {
 		t.Fatalf("bob's list: %d %+v", code, l)
 	}
 	for _, p := range []string{"/v1/streams/ps-a", "/v1/streams/ps-a/records"} {
-		if code := adminGet(t, ts, "GET", p, "tok-bob", &e); code != http.StatusNotFound || !strings.Contains(e.Error, "not found") {
+		if code := get(t, ts, "GET", p, "tok-bob", &e); code != http.StatusNotFound || !strings.Contains(e.Error, "not found") {
 			t.Fatalf("bob reads %s: %d %q", p, code, e.Error)
 		}
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-none", "tok-alice", &e); code != http.StatusNotFound {
+	if code := get(t, ts, "GET", "/v1/streams/ps-none", "tok-alice", &e); code != http.StatusNotFound {
 		t.Fatalf("unknown stream: %d", code)
 	}
-	if code := adminGet(t, ts, "POST", "/v1/streams", "tok-alice", &e); code != http.StatusMethodNotAllowed {
+	if code := get(t, ts, "POST", "/v1/streams", "tok-alice", &e); code != http.StatusMethodNotAllowed {
 		t.Fatalf("POST: %d", code)
 	}
-	if code := adminGet(t, ts, "GET", "/v2/nothing", "tok-alice", &e); code != http.StatusNotFound {
+	if code := get(t, ts, "GET", "/v2/nothing", "tok-alice", &e); code != http.StatusNotFound {
 		t.Fatalf("unknown path: %d", code)
 	}
 }
 
 // TestAdminRecordsPages: from and limit count offsets; next continues.
 func TestAdminRecordsPages(t *testing.T) {
-	ts := httptest.NewServer(NewHandler(adminFixture(t), nil, slog.New(slog.DiscardHandler), DefaultLimits()))
+	ts := httptest.NewServer(NewHandler(fixture(t), nil, slog.New(slog.DiscardHandler), DefaultLimits()))
 	defer ts.Close()
 
 	var l StreamsList
-	if code := adminGet(t, ts, "GET", "/v1/streams", "", &l); code != 200 || len(l.Streams) != 2 {
+	if code := get(t, ts, "GET", "/v1/streams", "", &l); code != 200 || len(l.Streams) != 2 {
 		t.Fatalf("open-mode list: %d %+v", code, l)
 	}
 	var p RecordsPage
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a/records", "", &p); code != 200 || len(p.Records) != 6 || p.Next != 5 || p.Watermark != 4 {
+	if code := get(t, ts, "GET", "/v1/streams/ps-a/records", "", &p); code != 200 || len(p.Records) != 6 || p.Next != 5 || p.Watermark != 4 {
 		t.Fatalf("all records: %d %+v", code, p)
 	}
 	if string(p.Records[0].JSON) != `{"i":0}` && !strings.Contains(string(p.Records[0].JSON), `"i": 0`) {
 		t.Fatalf("record 0: %s", p.Records[0].JSON)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a/records?from=2&limit=2", "", &p); code != 200 || len(p.Records) != 3 || p.Next != 4 ||
+	if code := get(t, ts, "GET", "/v1/streams/ps-a/records?from=2&limit=2", "", &p); code != 200 || len(p.Records) != 3 || p.Next != 4 ||
 		p.Records[0].Offset != 2 || p.Records[2].Offset != 3 || p.Records[2].Index != 1 {
 		t.Fatalf("from=2 limit=2: %d %+v", code, p)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a/records?from=4&limit=100", "", &p); code != 200 || len(p.Records) != 1 || p.Next != 5 {
+	if code := get(t, ts, "GET", "/v1/streams/ps-a/records?from=4&limit=100", "", &p); code != 200 || len(p.Records) != 1 || p.Next != 5 {
 		t.Fatalf("from=4: %d %+v", code, p)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-a/records?from=9223372036854775807", "", &p); code != 200 || len(p.Records) != 0 {
+	if code := get(t, ts, "GET", "/v1/streams/ps-a/records?from=9223372036854775807", "", &p); code != 200 || len(p.Records) != 0 {
 		t.Fatalf("from=max: %d %+v", code, p)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-b/records", "", &p); code != 200 || len(p.Records) != 0 || p.Watermark != -1 {
+	if code := get(t, ts, "GET", "/v1/streams/ps-b/records", "", &p); code != 200 || len(p.Records) != 0 || p.Watermark != -1 {
 		t.Fatalf("empty stream: %d %+v", code, p)
 	}
 	var e ErrorBody
 	for _, q := range []string{"from=-1", "from=x", "limit=0", "limit=10001", "limit=y"} {
-		if code := adminGet(t, ts, "GET", "/v1/streams/ps-a/records?"+q, "", &e); code != http.StatusBadRequest || e.Error == "" {
+		if code := get(t, ts, "GET", "/v1/streams/ps-a/records?"+q, "", &e); code != http.StatusBadRequest || e.Error == "" {
 			t.Fatalf("%s: %d %q", q, code, e.Error)
 		}
 	}
@@ -151,12 +151,12 @@ func TestAdminRecordsPages(t *testing.T) {
 
 // TestAdminStoreClosed: a closed store answers 503.
 func TestAdminStoreClosed(t *testing.T) {
-	st := adminFixture(t)
+	st := fixture(t)
 	ts := httptest.NewServer(NewHandler(st, nil, slog.New(slog.DiscardHandler), DefaultLimits()))
 	defer ts.Close()
 	st.Close()
 	var e ErrorBody
-	if code := adminGet(t, ts, "GET", "/v1/streams", "", &e); code != http.StatusServiceUnavailable {
+	if code := get(t, ts, "GET", "/v1/streams", "", &e); code != http.StatusServiceUnavailable {
 		t.Fatalf("closed store: %d %q", code, e.Error)
 	}
 }
@@ -184,10 +184,10 @@ func TestAdminRecordsPageBytes(t *testing.T) {
 	ts := httptest.NewServer(NewHandler(st, nil, slog.New(slog.DiscardHandler), lim))
 	defer ts.Close()
 	var p RecordsPage
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-big/records", "", &p); code != 200 || len(p.Records) != 3 || p.Next != 3 || len(p.Records[2].Data) != len(big) {
+	if code := get(t, ts, "GET", "/v1/streams/ps-big/records", "", &p); code != 200 || len(p.Records) != 3 || p.Next != 3 || len(p.Records[2].Data) != len(big) {
 		t.Fatalf("first page: %d, %d records, next %d", code, len(p.Records), p.Next)
 	}
-	if code := adminGet(t, ts, "GET", "/v1/streams/ps-big/records?from=3", "", &p); code != 200 || len(p.Records) != 1 || p.Next != 4 {
+	if code := get(t, ts, "GET", "/v1/streams/ps-big/records?from=3", "", &p); code != 200 || len(p.Records) != 1 || p.Next != 4 {
 		t.Fatalf("second page: %d, %d records, next %d", code, len(p.Records), p.Next)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-// benchTable is the table the bench writes (the ack-only engine stores
+// table is the table the bench writes (the ack-only engine stores
 // nothing).
-const benchTable = "main.bench.events"
+const table = "main.bench.events"
 
-// benchConfig is the bench's configuration.
-type benchConfig struct {
+// config is the bench's configuration.
+type config struct {
 	sizes    []int
 	batch    int
 	duration time.Duration
@@ -43,11 +43,11 @@ type benchConfig struct {
 
 // Defaults of -rounds, which counts different things in the two modes.
 const (
-	benchDefaultRounds    = 5
+	defaultRounds         = 5
 	recoveryDefaultRounds = 200
 )
 
-const benchSynopsis = `bench [flags]
+const synopsis = `bench [flags]
 
 Measures the zbstream client (a persistent stream, until the last record is
 acknowledged) beside a raw gRPC bidi stream sending the same protobuf messages
@@ -72,14 +72,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case err != nil:
 		return err
 	case role == "rss":
-		return benchRSSChild(ctx, child, stdout)
+		return rssChild(ctx, child, stdout)
 	}
-	fs, cfg := benchFlags(stderr)
+	fs, cfg := flags(stderr)
 	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
 	if !flagWasSet(fs, "rounds") {
-		cfg.rounds = benchDefaultRounds
+		cfg.rounds = defaultRounds
 		if cfg.recovery {
 			cfg.rounds = recoveryDefaultRounds
 		}
@@ -88,25 +88,25 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return err
 	}
-	err := benchMeasurements(ctx, *cfg, stdout, stderr)
+	err := measurements(ctx, *cfg, stdout, stderr)
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err() // interrupted: exit 130, whatever failed on the way
 	}
 	return err
 }
 
-// benchFlags defines the bench's flags on a new flag set; parsing it fills
+// flags defines the bench's flags on a new flag set; parsing it fills
 // the configuration (but for -rounds' default, which depends on -recovery).
-func benchFlags(stderr io.Writer) (*flag.FlagSet, *benchConfig) {
-	fs := cli.NewFlags("bench", benchSynopsis, stderr)
-	cfg := &benchConfig{sizes: []int{20, 220, 750, 10 << 10}}
+func flags(stderr io.Writer) (*flag.FlagSet, *config) {
+	fs := cli.NewFlags("bench", synopsis, stderr)
+	cfg := &config{sizes: []int{20, 220, 750, 10 << 10}}
 	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (e.g. 220,10KiB; "+cli.SizeUnits+")")
 	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only)")
 	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
 	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
 	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
 	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
-	fs.StringVar(&cfg.table, "table", benchTable, "table to write (catalog.schema.table)")
+	fs.StringVar(&cfg.table, "table", table, "table to write (catalog.schema.table)")
 	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
 	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
 	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
@@ -115,26 +115,26 @@ func benchFlags(stderr io.Writer) (*flag.FlagSet, *benchConfig) {
 	cli.ByteSizeVar(fs, &cfg.volume, "volume", 4<<30, "`bytes` ingested by -rss (e.g. 4GiB; "+cli.SizeUnits+")")
 	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
-	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", benchDefaultRounds, recoveryDefaultRounds))
+	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", defaultRounds, recoveryDefaultRounds))
 	return fs, cfg
 }
 
-func benchMeasurements(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+func measurements(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if !cfg.rss && !cfg.recovery {
-		return benchTableRun(ctx, cfg, stdout, stderr)
+		return tableRun(ctx, cfg, stdout, stderr)
 	}
 	if cfg.rss {
-		if err := benchRSS(ctx, cfg, stdout, stderr); err != nil {
+		if err := rss(ctx, cfg, stdout, stderr); err != nil {
 			return err
 		}
 	}
 	if cfg.recovery {
-		return benchRecovery(ctx, cfg, stdout, stderr)
+		return recovery(ctx, cfg, stdout, stderr)
 	}
 	return nil
 }
 
-func (c *benchConfig) check() error {
+func (c *config) check() error {
 	switch {
 	case len(c.sizes) == 0:
 		return cli.UsageErr("-sizes: no size given")
@@ -178,8 +178,8 @@ func (c *benchConfig) check() error {
 		return nil
 	}
 	for _, s := range c.sizes {
-		if s < benchMinRecord {
-			return cli.UsageErr("-sizes: %d B is below the smallest record, %d B", s, benchMinRecord)
+		if s < minRecord {
+			return cli.UsageErr("-sizes: %d B is below the smallest record, %d B", s, minRecord)
 		}
 		if b := int64(c.batch) * int64(s+5); b > core.DefaultMaxCallBytes {
 			return cli.UsageErr("-sizes and -batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, s, b, core.DefaultMaxCallBytes)

@@ -17,9 +17,9 @@ import (
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
-// benchRun runs "zbstream bench args..." and returns its exit code and
+// run runs "zbstream bench args..." and returns its exit code and
 // outputs.
-func benchRun(t *testing.T, args ...string) (int, string, string) {
+func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code := cmds.Run(context.Background(), append([]string{"bench"}, args...), &out, &errb)
@@ -31,7 +31,7 @@ func benchRun(t *testing.T, args ...string) (int, string, string) {
 func TestBenchTableCSVSVG(t *testing.T) {
 	dir := t.TempDir()
 	csvPath, svgPath := filepath.Join(dir, "b.csv"), filepath.Join(dir, "b.svg")
-	code, out, errs := benchRun(t, "-sizes", "20", "-duration", "50ms", "-rounds", "2", "-batch", "10",
+	code, out, errs := run(t, "-sizes", "20", "-duration", "50ms", "-rounds", "2", "-batch", "10",
 		"-csv", csvPath, "-svg", svgPath)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
@@ -49,7 +49,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	code, out, errs := benchRun(t, "-endpoint", ep, "-sizes", "220,1KiB", "-batch", "1", "-duration", "30ms", "-rounds", "2")
+	code, out, errs := run(t, "-endpoint", ep, "-sizes", "220,1KiB", "-batch", "1", "-duration", "30ms", "-rounds", "2")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -63,7 +63,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 func TestBenchMemoryEngine(t *testing.T) {
 	dir := t.TempDir()
 	svgPath := filepath.Join(dir, "b.svg")
-	code, out, errs := benchRun(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-rounds", "1", "-svg", svgPath)
+	code, out, errs := run(t, "-engine", "memory", "-sizes", "220", "-batch", "20", "-duration", "20ms", "-rounds", "1", "-svg", svgPath)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -216,8 +216,8 @@ func countSVGBars(t *testing.T, b []byte) map[string]int {
 // TestBenchSVGEdgeCases draws results the clock can give: a zero rate and
 // equal rates, and text that needs escaping.
 func TestBenchSVGEdgeCases(t *testing.T) {
-	r := benchResult{
-		Cells: []benchCell{{Size: 20, Batch: 1}, {Size: 10240, Batch: 100, ZbRates: []float64{1000}, RawRates: []float64{1000}},
+	r := result{
+		Cells: []cell{{Size: 20, Batch: 1}, {Size: 10240, Batch: 100, ZbRates: []float64{1000}, RawRates: []float64{1000}},
 			{Size: 220, Batch: 1, ZbRates: []float64{5, 0}, RawRates: []float64{0, 0}}},
 		Date:    time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC),
 		Machine: `2 cores (<"A&B">)`, Engine: "external http://x?a=1&b=2", Duration: time.Second, Rounds: 1,
@@ -259,7 +259,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{"-rss", "-csv", "x.csv"},
 		{"-recovery", "-endpoint", "http://127.0.0.1:1"},
 	} {
-		code, out, errs := benchRun(t, args...)
+		code, out, errs := run(t, args...)
 		if code != cli.ExitUsage {
 			t.Errorf("bench %q: exit %d, want %d\n%s%s", args, code, cli.ExitUsage, out, errs)
 		}
@@ -267,7 +267,7 @@ func TestBenchBadFlags(t *testing.T) {
 			t.Errorf("bench %q: stdout %q, stderr %q: want a message on stderr only", args, out, errs)
 		}
 	}
-	code, _, errs := benchRun(t, "-h")
+	code, _, errs := run(t, "-h")
 	if code != cli.ExitOK || !strings.Contains(errs, "Usage: zbstream bench") || !strings.Contains(errs, "-sizes") {
 		t.Errorf("bench -h: exit %d, stderr:\n%s", code, errs)
 	}
@@ -275,7 +275,7 @@ func TestBenchBadFlags(t *testing.T) {
 
 // TestBenchRecovery runs a few rounds of each fault.
 func TestBenchRecovery(t *testing.T) {
-	code, out, errs := benchRun(t, "-recovery", "-rounds", "3")
+	code, out, errs := run(t, "-recovery", "-rounds", "3")
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -296,7 +296,7 @@ func TestBenchRSSChild(t *testing.T) {
 	defer stop()
 	t.Setenv(cli.RoleEnv, "bench:rss")
 	t.Setenv(cli.RoleConfigEnv, `{"endpoint":"`+ep+`","table":"main.bench.events","volume":1048576,"batch":7}`)
-	code, out, errs := benchRun(t)
+	code, out, errs := run(t)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -304,7 +304,7 @@ func TestBenchRSSChild(t *testing.T) {
 		t.Errorf("no result for 1024 records in:\n%s", out)
 	}
 	t.Setenv(cli.RoleConfigEnv, "{")
-	if code, _, errs := benchRun(t); code != cli.ExitFailure || !strings.Contains(errs, cli.RoleConfigEnv) {
+	if code, _, errs := run(t); code != cli.ExitFailure || !strings.Contains(errs, cli.RoleConfigEnv) {
 		t.Errorf("a bad child config: exit %d, stderr %q", code, errs)
 	}
 }
@@ -312,18 +312,18 @@ func TestBenchRSSChild(t *testing.T) {
 func TestBenchStop(t *testing.T) {
 	now := time.Now()
 	start := now.Add(-time.Second)
-	if !benchStop(start, now.Add(-time.Millisecond), 10, 0) {
+	if !stop(start, now.Add(-time.Millisecond), 10, 0) {
 		t.Error("past the deadline: want stop")
 	}
-	if benchStop(start, now.Add(time.Second), 100, 0) {
+	if stop(start, now.Add(time.Second), 100, 0) {
 		t.Error("no ack yet, before the deadline: want go on")
 	}
 	// 1000 acks in 1 s; 100 unacked drain in 0.1 s, well before the deadline.
-	if benchStop(start, now.Add(time.Second), 1100, 1000) {
+	if stop(start, now.Add(time.Second), 1100, 1000) {
 		t.Error("little backlog: want go on")
 	}
 	// 5000 unacked drain in 5 s, after the deadline.
-	if !benchStop(start, now.Add(time.Second), 6000, 1000) {
+	if !stop(start, now.Add(time.Second), 6000, 1000) {
 		t.Error("large backlog: want stop")
 	}
 }

@@ -10,10 +10,10 @@ import (
 	"text/tabwriter"
 )
 
-// benchCSVHeader is the CSV's header row. Rates and the ratio are the
+// csvHeader is the CSV's header row. Rates and the ratio are the
 // median over the rounds, with their spread, min and max; MB/s is the
 // median's.
-var benchCSVHeader = []string{
+var csvHeader = []string{
 	"size_bytes", "mode", "records_per_call", "rounds",
 	"zbstream_records_per_s_median", "zbstream_records_per_s_min", "zbstream_records_per_s_max", "zbstream_mb_per_s_median",
 	"raw_records_per_s_median", "raw_records_per_s_min", "raw_records_per_s_max", "raw_mb_per_s_median",
@@ -21,7 +21,7 @@ var benchCSVHeader = []string{
 }
 
 // writeBenchTable prints the table, with lines saying what was measured.
-func writeBenchTable(w io.Writer, r benchResult) {
+func writeBenchTable(w io.Writer, r result) {
 	client := "default (records copied)"
 	if r.NoCopy {
 		client = "WithNoCopy (records kept by reference)"
@@ -59,9 +59,9 @@ func loadNote(l string) string {
 }
 
 // writeBenchCSV writes the table as CSV, one row per cell.
-func writeBenchCSV(w io.Writer, r benchResult) error {
+func writeBenchCSV(w io.Writer, r result) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(benchCSVHeader); err != nil {
+	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }

@@ -22,12 +22,12 @@ const recoveryRecord = 100
 // acks that do not come back, fail the measurement.
 const recoveryRoundTimeout = 15 * time.Second
 
-// benchRecovery measures, on a persistent stream that ingests without
+// recovery measures, on a persistent stream that ingests without
 // pause against the in-process ack-only server, the time from a fault to
 // the first acknowledgement on the next connection: after a close signal
 // (a session rotation; the client leaves at once) and after a dropped
 // connection with backoff disabled. It prints p50 and p99 of each.
-func benchRecovery(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+func recovery(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "zbstream bench -recovery: %d rounds per fault, persistent stream of %d B records, backoff disabled; %s\n",
 		cfg.rounds, recoveryRecord, machineLine())
 	for _, f := range []struct {
@@ -53,7 +53,7 @@ func benchRecovery(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 
 // recoveryRounds injects the fault cfg.rounds times, one at a time, and
 // returns the recovery times, sorted.
-func recoveryRounds(ctx context.Context, cfg benchConfig, fault server.Fault, progress func(int)) ([]time.Duration, error) {
+func recoveryRounds(ctx context.Context, cfg config, fault server.Fault, progress func(int)) ([]time.Duration, error) {
 	srv, ep, stop, err := benchServer("ackonly")
 	if err != nil {
 		return nil, err

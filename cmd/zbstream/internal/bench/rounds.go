@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// benchCell is one line of the table: a record size and a mode, and the
+// cell is one line of the table: a record size and a mode, and the
 // records/s of each client in every round, in the order measured.
-type benchCell struct {
+type cell struct {
 	Size  int // bytes per record
 	Batch int // records per call
 	// ZbRates[i] and RawRates[i] were measured side by side in round i.
@@ -15,7 +15,7 @@ type benchCell struct {
 }
 
 // Mode names the cell's mode as the table shows it.
-func (c benchCell) Mode() string {
+func (c cell) Mode() string {
 	if c.Batch == 1 {
 		return "single"
 	}
@@ -23,20 +23,20 @@ func (c benchCell) Mode() string {
 }
 
 // MBps converts records/s to MB/s (10^6 bytes) at the cell's record size.
-func (c benchCell) MBps(recordsPerSec float64) float64 {
+func (c cell) MBps(recordsPerSec float64) float64 {
 	return recordsPerSec * float64(c.Size) / 1e6
 }
 
 // Zbstream summarizes the zbstream client's rounds.
-func (c benchCell) Zbstream() spread { return newSpread(c.ZbRates) }
+func (c cell) Zbstream() spread { return newSpread(c.ZbRates) }
 
 // Raw summarizes the raw client's rounds.
-func (c benchCell) Raw() spread { return newSpread(c.RawRates) }
+func (c cell) Raw() spread { return newSpread(c.RawRates) }
 
 // Ratio summarizes zbstream over raw round by round: the median of the
 // rounds' ratios, not the ratio of the medians, so that each quotient
 // compares two runs made under the same load.
-func (c benchCell) Ratio() spread { return newSpread(ratios(c.ZbRates, c.RawRates)) }
+func (c cell) Ratio() spread { return newSpread(ratios(c.ZbRates, c.RawRates)) }
 
 // measureFunc measures one client once (zb: zbstream, else raw): calls
 // calls, or, for calls 0, for about d.
@@ -55,14 +55,14 @@ func roundOrder(r int) [2]bool {
 
 // measureCell measures both clients in a warm-up and then rounds rounds
 // of d each, interleaved (roundOrder), and returns cell with their rates.
-// The warm-up of each client, stopped by the clock (see benchStop),
+// The warm-up of each client, stopped by the clock (see stop),
 // estimates its rate and is not counted. Each round then makes as many
 // calls as the best rate so far makes in d, like testing.B's b.N, so that
 // it lasts about d until its last ack however much a client buffers, and
 // runs of both clients are alike in length. logf, when not nil, is told of
 // every measurement (round -1: the warm-up) and how long it took in all.
-func measureCell(cell benchCell, rounds int, d time.Duration, measure measureFunc,
-	logf func(round int, zb bool, m benchMeasure, took time.Duration)) (benchCell, error) {
+func measureCell(cell cell, rounds int, d time.Duration, measure measureFunc,
+	logf func(round int, zb bool, m benchMeasure, took time.Duration)) (cell, error) {
 	est := map[bool]float64{}
 	warm := max(d/4, min(d, 100*time.Millisecond))
 	for r := -1; r < rounds; r++ {

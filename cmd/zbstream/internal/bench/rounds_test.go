@@ -38,7 +38,7 @@ func TestRatiosRoundByRound(t *testing.T) {
 	}
 	// The ratio of a cell is the median of the rounds' ratios, not the
 	// ratio of the medians (2/2 = 1 here).
-	c := benchCell{Size: 10, Batch: 1, ZbRates: []float64{1, 2, 4}, RawRates: []float64{2, 4, 1}}
+	c := cell{Size: 10, Batch: 1, ZbRates: []float64{1, 2, 4}, RawRates: []float64{2, 4, 1}}
 	if r := c.Ratio(); r != (spread{0.5, 0.5, 4}) {
 		t.Errorf("Ratio = %+v, want median 0.5, min 0.5, max 4", r)
 	}
@@ -59,7 +59,7 @@ func TestMeasureCellInterleaves(t *testing.T) {
 		return benchMeasure{records: int64(r), elapsed: time.Second}, nil
 	}
 	var logged []int
-	cell, err := measureCell(benchCell{Size: 20, Batch: 10}, 3, 2*time.Second, measure,
+	cell, err := measureCell(cell{Size: 20, Batch: 10}, 3, 2*time.Second, measure,
 		func(round int, _ bool, _ benchMeasure, _ time.Duration) { logged = append(logged, round) })
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestMeasureCellInterleaves(t *testing.T) {
 func TestMeasureCellStopsOnError(t *testing.T) {
 	boom := errors.New("boom")
 	n := 0
-	_, err := measureCell(benchCell{Size: 20, Batch: 1}, 5, time.Second, func(bool, int64, time.Duration) (benchMeasure, error) {
+	_, err := measureCell(cell{Size: 20, Batch: 1}, 5, time.Second, func(bool, int64, time.Duration) (benchMeasure, error) {
 		n++
 		if n == 3 {
 			return benchMeasure{}, boom
@@ -103,10 +103,10 @@ func TestMeasureCellStopsOnError(t *testing.T) {
 	}
 }
 
-// benchResultFixture is a result with known rounds.
-func benchResultFixture() benchResult {
-	return benchResult{
-		Cells: []benchCell{
+// resultFixture is a result with known rounds.
+func resultFixture() result {
+	return result{
+		Cells: []cell{
 			{Size: 1000, Batch: 1, ZbRates: []float64{1000, 1200, 900}, RawRates: []float64{1000, 1000, 1000}},
 			{Size: 20, Batch: 100, ZbRates: []float64{5e5, 4e5}, RawRates: []float64{4e5, 5e5}},
 		},
@@ -117,7 +117,7 @@ func benchResultFixture() benchResult {
 
 func TestBenchTableFormat(t *testing.T) {
 	var b bytes.Buffer
-	writeBenchTable(&b, benchResultFixture())
+	writeBenchTable(&b, resultFixture())
 	out := b.String()
 	for _, want := range []string{
 		"3 interleaved rounds of 1s per client and cell",
@@ -134,7 +134,7 @@ func TestBenchTableFormat(t *testing.T) {
 
 func TestBenchCSVFormat(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeBenchCSV(&b, benchResultFixture()); err != nil {
+	if err := writeBenchCSV(&b, resultFixture()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -151,7 +151,7 @@ func TestBenchCSVFormat(t *testing.T) {
 // median ratio and its range.
 func TestBenchSVGSpread(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeBenchSVG(&b, benchResultFixture()); err != nil {
+	if err := writeBenchSVG(&b, resultFixture()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{">1.00×<", ">0.90–1.20<", ">1.02×<", ">0.80–1.25<", "median of 3 interleaved rounds", "rounds 900 to 1.20k"} {

@@ -43,10 +43,10 @@ type rssResult struct {
 	PeakInflight int64 `json:"peak_inflight"`
 }
 
-// benchRSS ingests cfg.volume of 1 KiB records in a child process (this
+// rss ingests cfg.volume of 1 KiB records in a child process (this
 // binary again, in the rss role) against the ack-only server in this
 // process, and reports the child's peak RSS and throughput.
-func benchRSS(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
+func rss(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	srv, ep, stop, err := benchServer("ackonly")
 	if err != nil {
 		return err
@@ -129,11 +129,11 @@ func childGCSettings() string {
 	return strings.Join(s, " ")
 }
 
-// benchRSSChild is the -rss child: it ingests the volume through one
+// rssChild is the -rss child: it ingests the volume through one
 // persistent stream with the 64 MiB in-flight bound, every record a fresh
 // allocation (as an application reading a source would have), and prints
 // its result.
-func benchRSSChild(ctx context.Context, rc rssConfig, stdout io.Writer) error {
+func rssChild(ctx context.Context, rc rssConfig, stdout io.Writer) error {
 	res, err := rssIngest(ctx, rc, func(done, total int64, el time.Duration) {
 		fmt.Fprintf(stdout, "progress %5.1fs  %3.0f%%  %.0f records/s\n", el.Seconds(), 100*float64(done)/float64(total), float64(done)/el.Seconds())
 	})

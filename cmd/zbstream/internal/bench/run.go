@@ -16,8 +16,8 @@ import (
 	"github.com/zbstream/zbstream/server"
 )
 
-// benchMinRecord is the smallest record: the JSON object {"p":""}.
-const benchMinRecord = 8
+// minRecord is the smallest record: the JSON object {"p":""}.
+const minRecord = 8
 
 // benchRecord is a JSON object of exactly size bytes.
 func benchRecord(size int) []byte {
@@ -30,9 +30,9 @@ func benchRecord(size int) []byte {
 	return rec
 }
 
-// benchResult is a whole table run.
-type benchResult struct {
-	Cells    []benchCell
+// result is a whole table run.
+type result struct {
+	Cells    []cell
 	Date     time.Time
 	Machine  string // cores, CPU, OS/arch, Go version
 	Engine   string
@@ -56,8 +56,8 @@ func (m benchMeasure) rate() float64 {
 	return float64(m.records) / m.elapsed.Seconds()
 }
 
-// benchTarget is where a measurement sends: a running server.
-type benchTarget struct {
+// target is where a measurement sends: a running server.
+type target struct {
 	endpoint string
 	token    string
 	table    string
@@ -91,9 +91,9 @@ func benchServer(engine string) (*server.Server, string, func(), error) {
 	return srv, "http://" + lis.Addr().String(), stop, nil
 }
 
-// benchTableRun measures every cell and prints, and writes, the table.
-func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Writer) error {
-	res := benchResult{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Rounds: cfg.rounds, Load: loadAverage(), NoCopy: cfg.noCopy}
+// tableRun measures every cell and prints, and writes, the table.
+func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	res := result{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Rounds: cfg.rounds, Load: loadAverage(), NoCopy: cfg.noCopy}
 	if cfg.endpoint != "" {
 		res.Engine = "external " + cfg.endpoint
 	}
@@ -124,7 +124,7 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 			measure := func(zb bool, calls int64, d time.Duration) (benchMeasure, error) {
 				return benchOne(ctx, cfg, zb, size, batch, calls, d)
 			}
-			cell, err := measureCell(benchCell{Size: size, Batch: batch}, cfg.rounds, cfg.duration, measure, logf)
+			cell, err := measureCell(cell{Size: size, Batch: batch}, cfg.rounds, cfg.duration, measure, logf)
 			if err != nil {
 				return err
 			}
@@ -154,8 +154,8 @@ func benchTableRun(ctx context.Context, cfg benchConfig, stdout, stderr io.Write
 // d), against the external
 // server or a fresh in-process one (so that the memory engine's records of
 // earlier runs do not weigh on later ones).
-func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
-	t := benchTarget{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table, noCopy: cfg.noCopy}
+func benchOne(ctx context.Context, cfg config, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
+	t := target{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table, noCopy: cfg.noCopy}
 	if t.endpoint == "" {
 		_, ep, stop, err := benchServer(cfg.engine)
 		if err != nil {
@@ -168,14 +168,14 @@ func benchOne(ctx context.Context, cfg benchConfig, zb bool, size, batch int, ca
 	if zb {
 		return benchZbstream(ctx, t, size, batch, d, calls)
 	}
-	return benchRaw(ctx, t, size, batch, d, calls)
+	return raw(ctx, t, size, batch, d, calls)
 }
 
 // benchZbstream ingests through the zbstream client, on a persistent stream
 // with the default options (or WithNoCopy), n calls (or, for n = 0, for about d; see
-// benchStop), then flushes: the measure ends when the last record is
+// stop), then flushes: the measure ends when the last record is
 // acknowledged.
-func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
+func benchZbstream(ctx context.Context, t target, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
 	var opts []zbstream.Option
 	if t.token != "" {
 		opts = append(opts, zbstream.WithToken(t.token))
@@ -218,7 +218,7 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
-		} else if calls%every == 0 && benchStop(start, deadline, calls, s.LastDurable()+1) {
+		} else if calls%every == 0 && stop(start, deadline, calls, s.LastDurable()+1) {
 			break
 		}
 	}
@@ -232,11 +232,11 @@ func benchZbstream(ctx context.Context, t benchTarget, size, batch int, d time.D
 	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
 }
 
-// benchRaw is the ceiling: the shared raw gRPC client (internal/rawclient),
+// raw is the ceiling: the shared raw gRPC client (internal/rawclient),
 // dialed as zbstream dials, sending the same messages with no window, no
 // validation and no retry, n calls (or for about d), its acks read on
 // another goroutine, until the last one.
-func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
+func raw(ctx context.Context, t target, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
 	st, err := rawclient.Open(ctx, rawclient.Config{Endpoint: t.endpoint, Token: t.token, Table: t.table,
 		RequestID: zbstream.NewClientRequestID(), Record: benchRecord(size), Batch: batch})
 	if err != nil {
@@ -257,7 +257,7 @@ func benchRaw(ctx context.Context, t benchTarget, size, batch int, d time.Durati
 			if calls == n || (calls%every == 0 && !time.Now().Before(hardStop)) {
 				break
 			}
-		} else if calls%every == 0 && benchStop(start, deadline, calls, st.Acked()+1) {
+		} else if calls%every == 0 && stop(start, deadline, calls, st.Acked()+1) {
 			break
 		}
 	}
@@ -279,12 +279,12 @@ func checkEvery(batch int) int64 {
 	return 1
 }
 
-// benchStop says whether a client should stop sending: when the deadline
+// stop says whether a client should stop sending: when the deadline
 // has passed, or when the calls sent but not yet acknowledged would take,
 // at the ack rate so far, until the deadline to be acknowledged. So every
 // measure lasts about the duration until its last ack, whatever a client
 // buffers, and both clients stop by the same rule.
-func benchStop(start, deadline time.Time, sent, acked int64) bool {
+func stop(start, deadline time.Time, sent, acked int64) bool {
 	now := time.Now()
 	if !now.Before(deadline) {
 		return true

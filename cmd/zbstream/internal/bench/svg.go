@@ -28,7 +28,7 @@ const (
 type svgPanel struct {
 	title string
 	unit  string
-	value func(c benchCell, recordsPerSec float64) float64
+	value func(c cell, recordsPerSec float64) float64
 }
 
 // writeBenchSVG draws the table as grouped bars, one group per size and
@@ -37,10 +37,10 @@ type svgPanel struct {
 // magnitude). Each bar is a client's median round, labelled with its
 // value, with a whisker from its slowest to its fastest round; each group
 // is labelled with the median ratio and its range over the rounds.
-func writeBenchSVG(w io.Writer, r benchResult) error {
+func writeBenchSVG(w io.Writer, r result) error {
 	panels := []svgPanel{
-		{"Records per second", "records/s", func(_ benchCell, x float64) float64 { return x }},
-		{"Throughput in MB/s of records, MB = 10^6 bytes", "MB/s", func(c benchCell, x float64) float64 { return c.MBps(x) }},
+		{"Records per second", "records/s", func(_ cell, x float64) float64 { return x }},
+		{"Throughput in MB/s of records, MB = 10^6 bytes", "MB/s", func(c cell, x float64) float64 { return c.MBps(x) }},
 	}
 	height := svgTop + len(panels)*svgPanelH + (len(panels)-1)*svgPanelGap + svgBottom
 	var b bytes.Buffer

@@ -15,16 +15,16 @@ import (
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 )
 
-// demoRecord is source record i: a JSON object of about size bytes whose
+// record is source record i: a JSON object of about size bytes whose
 // seq field is i, the same on every run.
-func demoRecord(i, size int) []byte {
+func record(i, size int) []byte {
 	head := fmt.Sprintf(`{"seq":%d,"pad":"`, i)
 	pad := max(size-len(head)-2, 0)
 	return []byte(head + strings.Repeat(string(rune('a'+i%26)), pad) + `"}`)
 }
 
-// demoStatus is what a client process reports, as "status {json}" lines.
-type demoStatus struct {
+// status is what a client process reports, as "status {json}" lines.
+type status struct {
 	// Durable is the number of source records known durable (a prefix).
 	Durable int `json:"durable"`
 	// ResumedAt is the stream's watermark when this process resumed it.
@@ -35,11 +35,11 @@ type demoStatus struct {
 	Latency [40]int64 `json:"latency"`
 }
 
-// demoClient is the demo's client process: it resumes the persistent
+// client is the demo's client process: it resumes the persistent
 // stream (or, with -ephemeral, creates a new stream) and ingests the
 // source from where the stream's watermark says, reporting its progress,
 // until the source is done or it is killed.
-func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
+func client(ctx context.Context, cfg config, stdout io.Writer) error {
 	client, err := zbstream.NewClient("http://"+cfg.Addr, zbstream.WithToken(cfg.Token))
 	if err != nil {
 		return err
@@ -50,7 +50,7 @@ func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 	sentAt := make([]atomic.Int64, calls+1) // by offset - first; the ingest time, Unix ns
 	var first atomic.Int64
 	var mu sync.Mutex
-	var st demoStatus
+	var st status
 	onAck := func(off int64) {
 		if i := off - first.Load(); i >= 0 && i < int64(len(sentAt)) {
 			if t := sentAt[i].Load(); t != 0 {
@@ -104,7 +104,7 @@ func demoClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 		n := min(cfg.Batch, cfg.Records-next)
 		recs := make([][]byte, n)
 		for j := range recs {
-			recs[j] = demoRecord(next+j, cfg.RecordSize)
+			recs[j] = record(next+j, cfg.RecordSize)
 		}
 		sentAt[s.LastAssigned()+1-first.Load()].Store(time.Now().UnixNano())
 		if _, err := s.IngestBatch(ctx, recs); err != nil {

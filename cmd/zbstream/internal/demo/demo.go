@@ -28,9 +28,9 @@ import (
 // demoTable is the table the demo writes.
 const demoTable = "main.demo.events"
 
-// demoConfig is the demo's configuration, handed to its child processes as
+// config is the demo's configuration, handed to its child processes as
 // JSON in the environment.
-type demoConfig struct {
+type config struct {
 	Records    int    `json:"records"`
 	RecordSize int    `json:"record_size"`
 	Batch      int    `json:"batch"`
@@ -53,14 +53,14 @@ type demoConfig struct {
 }
 
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var child demoConfig
+	var child config
 	switch role, err := cli.Role("demo", &child); {
 	case err != nil:
 		return err
 	case role == "server", role == "client":
 		return demoChild(ctx, role, child, stdout)
 	}
-	fs, a := demoFlags(stderr)
+	fs, a := flags(stderr)
 	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
@@ -100,13 +100,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // RecordSize, set from recordSize (-record-size) once it is checked; and
 // -keep.
 type demoArgs struct {
-	cfg        demoConfig
+	cfg        config
 	recordSize int64
 	keep       bool
 }
 
-// demoFlags defines the demo's flags on a new flag set that fills a.
-func demoFlags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
+// flags defines the demo's flags on a new flag set that fills a.
+func flags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
 	fs = cli.NewFlags("demo", "demo [flags]\n\nRuns the reference server (bolt engine, strict duplicates) and an ingesting client\n"+
 		"as separate processes, injects faults, kills both with SIGKILL, resumes, and verifies\n"+
 		"that every record landed exactly once (duplicates 0, lost 0).", stderr)
@@ -128,7 +128,7 @@ func demoFlags(stderr io.Writer) (fs *flag.FlagSet, a *demoArgs) {
 
 // demoChild runs one of the demo's child processes, in role with cfg
 // (cli.RoleCommand started it).
-func demoChild(ctx context.Context, role string, cfg demoConfig, stdout io.Writer) error {
+func demoChild(ctx context.Context, role string, cfg config, stdout io.Writer) error {
 	// Its peak RSS comes last, once everything it used is released
 	// (demo_rss.go).
 	defer reportPeakRSS(stdout)
@@ -136,20 +136,20 @@ func demoChild(ctx context.Context, role string, cfg demoConfig, stdout io.Write
 		return demoServer(ctx, cfg, stdout)
 	}
 	if cfg.Spool {
-		return demoSpoolClient(ctx, cfg, stdout) // demo_spool_client.go
+		return spoolClient(ctx, cfg, stdout) // demo_spool_client.go
 	}
-	return demoClient(ctx, cfg, stdout)
+	return client(ctx, cfg, stdout)
 }
 
 // demo orchestrates the processes and keeps the score.
 type demo struct {
-	cfg   demoConfig
+	cfg   config
 	out   io.Writer
 	start time.Time
 
 	mu       sync.Mutex
 	faults   map[string]int // by kind, server faults and kills
-	statuses []demoStatus   // the last status of each client process
+	statuses []status       // the last status of each client process
 	server   *child
 	children []*child // every process started, for their peak RSS
 }
@@ -219,7 +219,7 @@ func (d *demo) runClient(ctx context.Context, serverKills, clientKills *int) (bo
 	}
 	defer c.abandon()
 	d.mu.Lock()
-	d.statuses = append(d.statuses, demoStatus{Durable: d.cfg.StartAt})
+	d.statuses = append(d.statuses, status{Durable: d.cfg.StartAt})
 	d.mu.Unlock()
 	// Kills are spread over the run: the server's over the first 60% of
 	// the records, the client's from 15% to 75%.
@@ -227,7 +227,7 @@ func (d *demo) runClient(ctx context.Context, serverKills, clientKills *int) (bo
 	killClientAt := int(float64(d.cfg.Records) * (0.15 + 0.6*float64(*clientKills+1)/float64(d.cfg.KillClient+1)))
 	for line := range c.lines {
 		if rest, ok := strings.CutPrefix(line, "status "); ok {
-			var st demoStatus
+			var st status
 			if err := json.Unmarshal([]byte(rest), &st); err != nil {
 				return false, fmt.Errorf("client status %q: %w", rest, err)
 			}
@@ -305,17 +305,17 @@ func (d *demo) count(kind string) {
 }
 
 // setStatus records the latest status of the current client process.
-func (d *demo) setStatus(st demoStatus) {
+func (d *demo) setStatus(st status) {
 	d.mu.Lock()
 	d.statuses[len(d.statuses)-1] = st
 	d.mu.Unlock()
 }
 
-func (d *demo) lastStatus() demoStatus {
+func (d *demo) lastStatus() status {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.statuses) == 0 {
-		return demoStatus{}
+		return status{}
 	}
 	return d.statuses[len(d.statuses)-1]
 }

@@ -34,9 +34,9 @@ func (c *countingStore) Batch(ctx context.Context, id string, offset int64) (ser
 	return b, err
 }
 
-// demoStream describes a stored stream for a test: its table (demoTable
+// stream describes a stored stream for a test: its table (demoTable
 // if empty) and its batches, each the seqs of its records.
-type demoStream struct {
+type stream struct {
 	table   string
 	batches [][]int
 }
@@ -62,7 +62,7 @@ func seqRange(from, to int) []int {
 
 // newDemoStore stores the streams in a memory store, in order, each
 // batch at the next offset, and returns the store and their ids.
-func newDemoStore(t *testing.T, kind server.StreamKind, streams ...demoStream) (*server.MemoryStore, []string) {
+func newDemoStore(t *testing.T, kind server.StreamKind, streams ...stream) (*server.MemoryStore, []string) {
 	t.Helper()
 	ctx := t.Context()
 	st := server.NewMemoryStore()
@@ -80,7 +80,7 @@ func newDemoStore(t *testing.T, kind server.StreamKind, streams ...demoStream) (
 		for off, seqs := range s.batches {
 			recs := make([][]byte, len(seqs))
 			for j, seq := range seqs {
-				recs[j] = demoRecord(seq, 64)
+				recs[j] = record(seq, 64)
 			}
 			if err := st.Append(ctx, m.ID, []server.Batch{{Offset: int64(off), Records: recs}}); err != nil {
 				t.Fatal(err)
@@ -94,7 +94,7 @@ func newDemoStore(t *testing.T, kind server.StreamKind, streams ...demoStream) (
 // TestScanStreamMissingBatch: a batch missing below the watermark, or
 // records the store counts but the batches do not hold, fail the read.
 func TestDemoScanStreamMissingBatch(t *testing.T) {
-	st, ids := newDemoStore(t, server.KindPersistent, demoStream{batches: seqBatches(seqRange(0, 30), 10)})
+	st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 30), 10)})
 	m, err := st.Stream(t.Context(), ids[0])
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestDemoBoltBatches(t *testing.T) {
 	for off, seqs := range seqBatches(seqRange(0, 2000), 10) {
 		recs := make([][]byte, len(seqs))
 		for j, seq := range seqs {
-			recs[j] = demoRecord(seq, 100)
+			recs[j] = record(seq, 100)
 		}
 		if err := st.Append(ctx, m.ID, []server.Batch{{Offset: int64(off), Records: recs}}); err != nil {
 			t.Fatal(err)
@@ -144,7 +144,7 @@ func TestDemoBoltBatches(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cfg := demoConfig{Records: 2000, DataDir: dir}
+	cfg := config{Records: 2000, DataDir: dir}
 	var results []verification
 	for _, window := range []int64{1 << 40, 8 << 10} {
 		b, err := openBoltBatches(dir, window)

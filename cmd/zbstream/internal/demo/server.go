@@ -16,7 +16,7 @@ import (
 // drops connections, loses acks after commit and rotates sessions. It
 // prints "listening ADDR" once serving and "fault KIND" for every fault
 // that acts, and runs until it is killed or ctx ends.
-func demoServer(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
+func demoServer(ctx context.Context, cfg config, stdout io.Writer) error {
 	st, err := server.OpenBoltStore(cfg.DataDir)
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func demoServer(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 	fmt.Fprintln(stdout, "listening", lis.Addr())
 
 	if cfg.FaultEvery > 0 {
-		go demoFaults(ctx, srv, cfg, stdout)
+		go faults(ctx, srv, cfg, stdout)
 	}
 	select {
 	case <-ctx.Done():
@@ -50,16 +50,16 @@ func demoServer(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
 	}
 }
 
-// demoFaultKinds are the faults the schedule draws from.
-var demoFaultKinds = []server.FaultKind{server.FaultDrop, server.FaultCommitThenDrop, server.FaultCloseSignal}
+// faultKinds are the faults the schedule draws from.
+var faultKinds = []server.FaultKind{server.FaultDrop, server.FaultCommitThenDrop, server.FaultCloseSignal}
 
-// demoFaults injects one fault at a time, at random points, and reports each
+// faults injects one fault at a time, at random points, and reports each
 // as it acts.
-func demoFaults(ctx context.Context, srv *server.Server, cfg demoConfig, stdout io.Writer) {
+func faults(ctx context.Context, srv *server.Server, cfg config, stdout io.Writer) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, uint64(time.Now().UnixNano())))
 	for {
 		f := server.Fault{
-			Kind:  demoFaultKinds[rng.IntN(len(demoFaultKinds))],
+			Kind:  faultKinds[rng.IntN(len(faultKinds))],
 			After: 1 + rng.IntN(2*cfg.FaultEvery),
 			Delay: time.Duration(rng.IntN(200)) * time.Millisecond,
 		}

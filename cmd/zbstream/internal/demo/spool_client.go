@@ -13,9 +13,9 @@ import (
 )
 
 // spoolDir is where the -spool demo's client keeps its spool.
-func spoolDir(cfg demoConfig) string { return filepath.Join(cfg.DataDir, "client-spool") }
+func spoolDir(cfg config) string { return filepath.Join(cfg.DataDir, "client-spool") }
 
-// demoSpoolClient is the -spool demo's client process. It opens the spool
+// spoolClient is the -spool demo's client process. It opens the spool
 // (a new process recovers it: the spool resends what the server lacks) and
 // takes source batches from cfg.StartAt on, never before: the source is not
 // replayed. It prints, each line one write to its stdout:
@@ -28,7 +28,7 @@ func spoolDir(cfg demoConfig) string { return filepath.Join(cfg.DataDir, "client
 // Takes are printed in source order, under the lock that hands batches
 // out, so a batch never printed was never ingested and the next process
 // may take it; a batch printed as taken is never taken again.
-func demoSpoolClient(ctx context.Context, cfg demoConfig, stdout io.Writer) error {
+func spoolClient(ctx context.Context, cfg config, stdout io.Writer) error {
 	client, err := zbstream.NewClient("http://"+cfg.Addr, zbstream.WithToken(cfg.Token))
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func demoSpoolClient(ctx context.Context, cfg demoConfig, stdout io.Writer) erro
 				}
 				recs := make([][]byte, n)
 				for j := range recs {
-					recs[j] = demoRecord(seq+j, cfg.RecordSize)
+					recs[j] = record(seq+j, cfg.RecordSize)
 				}
 				off, err := sp.IngestBatch(ctx, recs)
 				if err != nil {

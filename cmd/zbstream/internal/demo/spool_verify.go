@@ -27,7 +27,7 @@ func (v spoolVerification) ok() bool {
 
 // verifySpool reads the server's durable data back, once the server has
 // stopped, and checks it against the calls (verifySpoolStore).
-func verifySpool(ctx context.Context, cfg demoConfig, sc *spoolScore, p *readProgress) (spoolVerification, error) {
+func verifySpool(ctx context.Context, cfg config, sc *spoolScore, p *readProgress) (spoolVerification, error) {
 	st, err := openBoltBatches(cfg.DataDir, boltReadWindow)
 	if err != nil {
 		return spoolVerification{}, err
@@ -42,7 +42,7 @@ func verifySpool(ctx context.Context, cfg demoConfig, sc *spoolScore, p *readPro
 // twice they are duplicates too, and a record from outside the source
 // fails. What it keeps is a count and an offset per source record, not the
 // records.
-func verifySpoolStore(ctx context.Context, st batchStore, cfg demoConfig, sc *spoolScore, p *readProgress) (spoolVerification, error) {
+func verifySpoolStore(ctx context.Context, st batchStore, cfg config, sc *spoolScore, p *readProgress) (spoolVerification, error) {
 	var v spoolVerification
 	m, err := st.Stream(ctx, cfg.StreamID)
 	if err != nil {
@@ -53,7 +53,7 @@ func verifySpoolStore(ctx context.Context, st batchStore, cfg demoConfig, sc *sp
 	at := make([]int64, cfg.Records)
 	err = scanStream(ctx, st, m, p, func(b server.Batch) error {
 		for _, r := range b.Records {
-			seq, err := demoSeq(r, cfg.Records)
+			seq, err := seq(r, cfg.Records)
 			if err != nil {
 				return fmt.Errorf("stream %s holds %w", cfg.StreamID, err)
 			}

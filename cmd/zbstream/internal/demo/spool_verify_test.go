@@ -10,7 +10,7 @@ import (
 
 // verifySpoolWhole is the -spool verification as it was before it read
 // batch by batch: the whole stream at once (Records).
-func verifySpoolWhole(t *testing.T, st server.Store, cfg demoConfig, sc *spoolScore) (spoolVerification, error) {
+func verifySpoolWhole(t *testing.T, st server.Store, cfg config, sc *spoolScore) (spoolVerification, error) {
 	t.Helper()
 	var v spoolVerification
 	batches, err := st.Records(t.Context(), cfg.StreamID)
@@ -124,8 +124,8 @@ func TestDemoVerifySpoolStreams(t *testing.T) {
 			spoolVerification{stored: n - batch, returnedRecs: n - batch, untaken: batch}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, ids := newDemoStore(t, server.KindPersistent, demoStream{batches: tc.batches})
-			cfg := demoConfig{Records: n, StreamID: ids[0]}
+			st, ids := newDemoStore(t, server.KindPersistent, stream{batches: tc.batches})
+			cfg := config{Records: n, StreamID: ids[0]}
 			c := &countingStore{batchStore: st}
 			var p readProgress
 			v, err := verifySpoolStore(t.Context(), c, cfg, tc.sc, &p)
@@ -144,7 +144,7 @@ func TestDemoVerifySpoolStreams(t *testing.T) {
 			if p.read.Load() != int64(v.stored) || p.total.Load() != int64(v.stored) {
 				t.Errorf("progress %d of %d, want %d of %d", p.read.Load(), p.total.Load(), v.stored, v.stored)
 			}
-			checkBounded(t, c, []demoStream{{batches: tc.batches}}, ids)
+			checkBounded(t, c, []stream{{batches: tc.batches}}, ids)
 		})
 	}
 }
@@ -153,20 +153,20 @@ func TestDemoVerifySpoolStreams(t *testing.T) {
 // not from the source and a stream that does not exist fail.
 func TestDemoVerifySpoolErrors(t *testing.T) {
 	seqs := seqRange(0, 100)
-	st, ids := newDemoStore(t, server.KindPersistent, demoStream{batches: seqBatches(seqs, 10)})
+	st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqs, 10)})
 	sc := &spoolScore{returned: map[int]spoolCall{}, inflight: map[int]int{}}
 	for k := range 9 { // the last call stored, but no client said it took it
 		sc.returned[k*10] = spoolCall{n: 10, off: int64(k)}
 	}
-	_, err := verifySpoolStore(t.Context(), st, demoConfig{Records: 100, StreamID: ids[0]}, sc, &readProgress{})
+	_, err := verifySpoolStore(t.Context(), st, config{Records: 100, StreamID: ids[0]}, sc, &readProgress{})
 	if err == nil || !strings.Contains(err.Error(), "no client reported taking it") {
 		t.Errorf("untaken but stored: %v", err)
 	}
-	_, err = verifySpoolStore(t.Context(), st, demoConfig{Records: 50, StreamID: ids[0]}, sc, &readProgress{})
+	_, err = verifySpoolStore(t.Context(), st, config{Records: 50, StreamID: ids[0]}, sc, &readProgress{})
 	if err == nil || !strings.Contains(err.Error(), "not from the source") {
 		t.Errorf("record past the source: %v", err)
 	}
-	_, err = verifySpoolStore(t.Context(), st, demoConfig{Records: 100, StreamID: "nope"}, sc, &readProgress{})
+	_, err = verifySpoolStore(t.Context(), st, config{Records: 100, StreamID: "nope"}, sc, &readProgress{})
 	if err == nil {
 		t.Error("a stream that does not exist: no error")
 	}

@@ -24,7 +24,7 @@ type verification struct {
 
 // verify reads the server's durable data back, once the server has
 // stopped, and compares it with the source (verifyStore).
-func verify(ctx context.Context, cfg demoConfig, p *readProgress) (verification, error) {
+func verify(ctx context.Context, cfg config, p *readProgress) (verification, error) {
 	st, err := openBoltBatches(cfg.DataDir, boltReadWindow)
 	if err != nil {
 		return verification{}, err
@@ -37,7 +37,7 @@ func verify(ctx context.Context, cfg demoConfig, p *readProgress) (verification,
 // compares them with the source: every record once, in order
 // (persistent), or at least once (ephemeral). What it keeps is a count per
 // source record, not the records.
-func verifyStore(ctx context.Context, st batchStore, cfg demoConfig, p *readProgress) (verification, error) {
+func verifyStore(ctx context.Context, st batchStore, cfg config, p *readProgress) (verification, error) {
 	var v verification
 	metas, err := st.Streams(ctx)
 	if err != nil {
@@ -53,7 +53,7 @@ func verifyStore(ctx context.Context, st batchStore, cfg demoConfig, p *readProg
 		v.streams++
 		err := scanStream(ctx, st, m, p, func(b server.Batch) error {
 			for _, r := range b.Records {
-				seq, err := demoSeq(r, cfg.Records)
+				seq, err := seq(r, cfg.Records)
 				if err != nil {
 					return fmt.Errorf("stream %s holds %w", m.ID, err)
 				}
@@ -81,9 +81,9 @@ func verifyStore(ctx context.Context, st batchStore, cfg demoConfig, p *readProg
 	return v, nil
 }
 
-// demoSeq returns a stored record's place in the source, the seq field of
+// seq returns a stored record's place in the source, the seq field of
 // its JSON, or an error for a record that is not from the source.
-func demoSeq(r []byte, records int) (int, error) {
+func seq(r []byte, records int) (int, error) {
 	var rec struct {
 		Seq int `json:"seq"`
 	}

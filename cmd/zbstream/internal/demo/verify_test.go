@@ -15,7 +15,7 @@ var errNotFromSource = errors.New("a record that is not from the source")
 // verifyWhole is the verification as it was before it read batch by
 // batch: the whole stream at once (Records). The tests hold the streaming
 // verification to the same results.
-func verifyWhole(t *testing.T, st server.Store, cfg demoConfig) (verification, error) {
+func verifyWhole(t *testing.T, st server.Store, cfg config) (verification, error) {
 	t.Helper()
 	var v verification
 	metas, err := st.Streams(t.Context())
@@ -63,7 +63,7 @@ func verifyWhole(t *testing.T, st server.Store, cfg demoConfig) (verification, e
 
 // checkBounded checks that the verification read every batch of the
 // demo's streams exactly once, each read one batch, and nothing else.
-func checkBounded(t *testing.T, c *countingStore, streams []demoStream, ids []string) {
+func checkBounded(t *testing.T, c *countingStore, streams []stream, ids []string) {
 	t.Helper()
 	want, biggest := 0, 0
 	for i, s := range streams {
@@ -102,25 +102,25 @@ func TestDemoVerifyStreams(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		ephemeral bool
-		streams   []demoStream
+		streams   []stream
 		want      verification
 		ok        bool
 	}{
-		{"clean", false, []demoStream{{batches: seqBatches(all, 7)}},
+		{"clean", false, []stream{{batches: seqBatches(all, 7)}},
 			verification{stored: n, streams: 1}, true},
-		{"duplicate", false, []demoStream{{batches: seqBatches(dup, 7)}},
+		{"duplicate", false, []stream{{batches: seqBatches(dup, 7)}},
 			verification{stored: n + 1, duplicates: 1, streams: 1}, false},
-		{"replayed batch", false, []demoStream{{batches: append(seqBatches(all, 7), seqRange(990, 1000))}},
+		{"replayed batch", false, []stream{{batches: append(seqBatches(all, 7), seqRange(990, 1000))}},
 			verification{stored: n + 10, duplicates: 10, outOfOrder: 1, streams: 1}, false},
-		{"lost", false, []demoStream{{batches: seqBatches(without(321), 7)}},
+		{"lost", false, []stream{{batches: seqBatches(without(321), 7)}},
 			verification{stored: n - 1, lost: 1, streams: 1}, false},
-		{"reordered", false, []demoStream{{batches: seqBatches(swapped, 7)}},
+		{"reordered", false, []stream{{batches: seqBatches(swapped, 7)}},
 			verification{stored: n, outOfOrder: 1, streams: 1}, false},
-		{"other table ignored", false, []demoStream{{batches: seqBatches(all, 7)}, {table: "main.other.t", batches: [][]int{{5000, 3}}}},
+		{"other table ignored", false, []stream{{batches: seqBatches(all, 7)}, {table: "main.other.t", batches: [][]int{{5000, 3}}}},
 			verification{stored: n, streams: 1}, true},
-		{"ephemeral resent", true, []demoStream{{batches: seqBatches(seqRange(0, 600), 7)}, {batches: seqBatches(seqRange(550, n), 7)}},
+		{"ephemeral resent", true, []stream{{batches: seqBatches(seqRange(0, 600), 7)}, {batches: seqBatches(seqRange(550, n), 7)}},
 			verification{stored: n + 50, duplicates: 50, streams: 2}, true},
-		{"ephemeral lost", true, []demoStream{{batches: seqBatches(seqRange(0, 600), 7)}, {batches: seqBatches(seqRange(601, n), 7)}},
+		{"ephemeral lost", true, []stream{{batches: seqBatches(seqRange(0, 600), 7)}, {batches: seqBatches(seqRange(601, n), 7)}},
 			verification{stored: n - 1, lost: 1, streams: 2}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestDemoVerifyStreams(t *testing.T) {
 				kind = server.KindEphemeral
 			}
 			st, ids := newDemoStore(t, kind, tc.streams...)
-			cfg := demoConfig{Records: n, Ephemeral: tc.ephemeral}
+			cfg := config{Records: n, Ephemeral: tc.ephemeral}
 			c := &countingStore{batchStore: st}
 			var p readProgress
 			v, err := verifyStore(t.Context(), c, cfg, &p)
@@ -160,20 +160,20 @@ func TestDemoVerifyForeignRecord(t *testing.T) {
 		name string
 		rec  []byte
 	}{
-		{"seq past the source", demoRecord(1000, 64)},
-		{"negative seq", demoRecord(-1, 64)},
+		{"seq past the source", record(1000, 64)},
+		{"negative seq", record(-1, 64)},
 		{"not JSON", []byte("not json")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, ids := newDemoStore(t, server.KindPersistent, demoStream{batches: seqBatches(seqRange(0, 1000), 7)})
+			st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 1000), 7)})
 			if err := st.Append(t.Context(), ids[0], []server.Batch{{Offset: 143, Records: [][]byte{tc.rec}}}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := verifyStore(t.Context(), st, demoConfig{Records: 1000}, &readProgress{})
+			_, err := verifyStore(t.Context(), st, config{Records: 1000}, &readProgress{})
 			if err == nil || !strings.Contains(err.Error(), "not from the source") {
 				t.Errorf("error %v, want one about a record not from the source", err)
 			}
-			if _, err := verifyWhole(t, st, demoConfig{Records: 1000}); err == nil {
+			if _, err := verifyWhole(t, st, config{Records: 1000}); err == nil {
 				t.Error("the whole-stream verification accepted it")
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-// ingestBatcher groups records into calls, deterministically: a call takes
+// batcher groups records into calls, deterministically: a call takes
 // records in file order until it holds maxRecords of them, or the next one
 // would take its size as sent (each record framed as in a batch) over
 // maxBytes, or the records handed out so far reach a cut; a call always
@@ -17,29 +17,29 @@ import (
 // the cuts, call k is always the same records, so the offset of a
 // persistent stream (call k is offset k) names its place in the file.
 //
-// A cut is made where the server refused a call for good (see ingestPin):
+// A cut is made where the server refused a call for good (see pin):
 // the calls before it stay as they are on the server, and those after it
 // are made afresh from a corrected file. A cut at a call's end moves no
 // call: batching is greedy from a call's first record.
-type ingestBatcher struct {
-	r          ingestRecordReader
+type batcher struct {
+	r          recordReader
 	maxRecords int
 	maxBytes   int64
 	cuts       []int64
 	records    int64 // records in the calls returned
 	pending    []byte
-	pendingAt  ingestPlace
+	pendingAt  place
 	err        error
 
-	first, last ingestPlace // of the call last returned
+	first, last place // of the call last returned
 }
 
-func ingestFramed(rec []byte) int64 {
+func framed(rec []byte) int64 {
 	return record.FramedSize(len(rec))
 }
 
 // next returns the next call's records, or io.EOF.
-func (b *ingestBatcher) next() ([][]byte, error) {
+func (b *batcher) next() ([][]byte, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -59,7 +59,7 @@ func (b *ingestBatcher) next() ([][]byte, error) {
 			}
 			at = b.r.place()
 		}
-		if len(batch) > 0 && (size+ingestFramed(rec) > b.maxBytes || slices.Contains(b.cuts, b.records+int64(len(batch)))) {
+		if len(batch) > 0 && (size+framed(rec) > b.maxBytes || slices.Contains(b.cuts, b.records+int64(len(batch)))) {
 			b.pending, b.pendingAt = rec, at
 			break
 		}
@@ -68,7 +68,7 @@ func (b *ingestBatcher) next() ([][]byte, error) {
 		}
 		b.last = at
 		batch = append(batch, rec)
-		size += ingestFramed(rec)
+		size += framed(rec)
 	}
 	if len(batch) > 0 && (b.err == nil || b.err == io.EOF) {
 		b.records += int64(len(batch))
@@ -77,39 +77,39 @@ func (b *ingestBatcher) next() ([][]byte, error) {
 	return nil, b.err
 }
 
-// ingestFileInfo is what a full pass over the input learns: its identity, and
+// fileInfo is what a full pass over the input learns: its identity, and
 // how many records and calls it holds.
-type ingestFileInfo struct {
+type fileInfo struct {
 	size    int64
 	sha256  string
 	records int64
 	batches int64
 }
 
-// ingestScan reads the whole file once: it checks every record (so that
+// scan reads the whole file once: it checks every record (so that
 // one the server would refuse stops the run, or is set aside by skip,
 // before anything is sent), counts records and calls, and hashes the
 // content, which identifies the file.
-func ingestScan(ctx context.Context, src ingestSource, maxRecords int, maxBytes int64, cuts []int64, skip func(*ingestInvalidRecord) error) (ingestFileInfo, error) {
+func scan(ctx context.Context, src source, maxRecords int, maxBytes int64, cuts []int64, skip func(*invalidRecord) error) (fileInfo, error) {
 	r, h, cr, closeFile, err := src.open(true)
 	if err != nil {
-		return ingestFileInfo{}, err
+		return fileInfo{}, err
 	}
 	defer closeFile()
-	b := &ingestBatcher{r: &ingestSkipper{r: r, skip: skip}, maxRecords: maxRecords, maxBytes: maxBytes, cuts: cuts}
-	var info ingestFileInfo
+	b := &batcher{r: &skipper{r: r, skip: skip}, maxRecords: maxRecords, maxBytes: maxBytes, cuts: cuts}
+	var info fileInfo
 	for {
 		batch, err := b.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return ingestFileInfo{}, err
+			return fileInfo{}, err
 		}
 		info.records += int64(len(batch))
 		info.batches++
 		if info.batches%1024 == 0 && ctx.Err() != nil {
-			return ingestFileInfo{}, context.Cause(ctx)
+			return fileInfo{}, context.Cause(ctx)
 		}
 	}
 	// Both formats read to io.EOF, so the hash and the count cover every

@@ -21,11 +21,11 @@ import (
 // refuse exactly what the server refuses, and sharing the code is the only
 // way to keep that true as the rules change.
 
-// ingestChecker returns the checker of the records of src's format: for
+// checker returns the checker of the records of src's format: for
 // proto, built from the DescriptorProto the client sends at create (as
 // zbstream.WithProtoMessage encodes it), which the server turns into its
 // own message type.
-func ingestChecker(md protoreflect.MessageDescriptor) (*record.Checker, error) {
+func checker(md protoreflect.MessageDescriptor) (*record.Checker, error) {
 	if md == nil {
 		return record.NewChecker(ingestpb.RecordType_JSON, nil)
 	}
@@ -40,27 +40,27 @@ func ingestChecker(md protoreflect.MessageDescriptor) (*record.Checker, error) {
 	return c, nil
 }
 
-// ingestPlace is where a record is in its file: its line (JSON lines) or
+// place is where a record is in its file: its line (JSON lines) or
 // its number from 1 (protobuf), and the bytes it takes.
-type ingestPlace struct {
+type place struct {
 	n        int64
 	off, end int64 // byte offsets of its start (line or length prefix) and after it (its newline included)
 }
 
-// ingestInvalidRecord is a record the server would refuse. The reader that
+// invalidRecord is a record the server would refuse. The reader that
 // returns it can go on past it: the file's framing is intact.
-type ingestInvalidRecord struct {
+type invalidRecord struct {
 	loc    string // "FILE:LINE", or "FILE: record N at byte offset X"
-	place  ingestPlace
+	place  place
 	reason string
 	record []byte
 }
 
-func (e *ingestInvalidRecord) Error() string { return e.loc + ": " + e.reason }
+func (e *invalidRecord) Error() string { return e.loc + ": " + e.reason }
 
-// ingestJSONReason says why a JSON stream would refuse rec, or "".
-func ingestJSONReason(c *record.Checker, rec []byte) string {
-	if reason := ingestSizeReason(rec); reason != "" {
+// jsonReason says why a JSON stream would refuse rec, or "".
+func jsonReason(c *record.Checker, rec []byte) string {
+	if reason := sizeReason(rec); reason != "" {
 		return reason
 	}
 	err := c.Check(rec)
@@ -68,27 +68,27 @@ func ingestJSONReason(c *record.Checker, rec []byte) string {
 	case err == nil:
 		return ""
 	case errors.Is(err, record.ErrNotObject):
-		return fmt.Sprintf("not a JSON object (starts with %q)", ingestPreview(rec))
+		return fmt.Sprintf("not a JSON object (starts with %q)", preview(rec))
 	case errors.Is(err, record.ErrInvalidUTF8):
-		return fmt.Sprintf("invalid UTF-8 at byte %d of the record", ingestFirstInvalidUTF8(rec)+1)
+		return fmt.Sprintf("invalid UTF-8 at byte %d of the record", firstInvalidUTF8(rec)+1)
 	case errors.Is(err, record.ErrInvalidJSON):
-		return "malformed JSON: " + ingestJSONProblem(rec)
+		return "malformed JSON: " + jsonProblem(rec)
 	}
 	return err.Error()
 }
 
-// ingestSizeReason says why rec cannot be sent even alone, or "": the
+// sizeReason says why rec cannot be sent even alone, or "": the
 // per-call limit counts it as the request frames it (record.FramedSize).
-func ingestSizeReason(rec []byte) string {
-	if n := record.FramedSize(len(rec)); n > ingestMaxRecordBytes {
-		return fmt.Sprintf("record of %d bytes (%d as sent) is over the per-call limit of %d bytes", len(rec), n, ingestMaxRecordBytes)
+func sizeReason(rec []byte) string {
+	if n := record.FramedSize(len(rec)); n > maxRecordBytes {
+		return fmt.Sprintf("record of %d bytes (%d as sent) is over the per-call limit of %d bytes", len(rec), n, maxRecordBytes)
 	}
 	return ""
 }
 
-// ingestFirstInvalidUTF8 returns the index of the first byte of b that is
+// firstInvalidUTF8 returns the index of the first byte of b that is
 // not part of valid UTF-8.
-func ingestFirstInvalidUTF8(b []byte) int {
+func firstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size == 1 {
@@ -99,18 +99,18 @@ func ingestFirstInvalidUTF8(b []byte) int {
 	return len(b)
 }
 
-// ingestSkipper hands on the valid records of r and gives each invalid one
+// skipper hands on the valid records of r and gives each invalid one
 // to skip, which returns nil to go on past it, or the error that ends the
 // read.
-type ingestSkipper struct {
-	r    ingestRecordReader
-	skip func(*ingestInvalidRecord) error
+type skipper struct {
+	r    recordReader
+	skip func(*invalidRecord) error
 }
 
-func (s *ingestSkipper) next() ([]byte, error) {
+func (s *skipper) next() ([]byte, error) {
 	for {
 		rec, err := s.r.next()
-		var bad *ingestInvalidRecord
+		var bad *invalidRecord
 		if !errors.As(err, &bad) {
 			return rec, err
 		}
@@ -120,11 +120,11 @@ func (s *ingestSkipper) next() ([]byte, error) {
 	}
 }
 
-func (s *ingestSkipper) place() ingestPlace { return s.r.place() }
+func (s *skipper) place() place { return s.r.place() }
 
-// ingestRefuseInvalid is the skip function of a run without -skip-invalid:
+// refuseInvalid is the skip function of a run without -skip-invalid:
 // the first invalid record ends it, as an input error (exit 3) that says
 // how to go on.
-func ingestRefuseInvalid(bad *ingestInvalidRecord) error {
+func refuseInvalid(bad *invalidRecord) error {
 	return cli.WithCode(cli.ExitInput, fmt.Errorf("%w (nothing was sent: correct the record, or pass -skip-invalid with a dead-letter file to set aside every record the server would refuse)", bad))
 }

@@ -10,14 +10,14 @@ import (
 	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
-// ingestDeadLetter is one line of a dead-letter file (-skip-invalid): a
+// deadLetter is one line of a dead-letter file (-skip-invalid): a
 // record the server would refuse, set aside instead of sent. Line (JSON
 // lines) or Index (protobuf, from 1) says which record it is, Offset where
 // it starts in the file, Reason why it was refused. The record itself is
 // Record when it is valid UTF-8, and RecordBase64 otherwise (and always
 // for protobuf), so that every byte survives: a JSON string cannot hold
 // invalid UTF-8.
-type ingestDeadLetter struct {
+type deadLetter struct {
 	Line         int64  `json:"line,omitempty"`
 	Index        int64  `json:"index,omitempty"`
 	Offset       int64  `json:"offset"`
@@ -26,23 +26,23 @@ type ingestDeadLetter struct {
 	RecordBase64 []byte `json:"record_base64,omitempty"`
 }
 
-// ingestSetAside collects the records a scan sets aside, and writes them to
+// setAside collects the records a scan sets aside, and writes them to
 // the dead-letter file if there is one. The file is written whole and
 // replaced at once (commit), never appended to: the records set aside are
 // a function of the input's content, so a rerun that rewrites the file
 // cannot duplicate a line.
-type ingestSetAside struct {
+type setAside struct {
 	format string
 	path   string           // the dead-letter file, "" for none
 	file   *atomicfile.File // nil: no dead-letter file
 	w      *bufio.Writer
 	enc    *json.Encoder
-	bad    []*ingestInvalidRecord // without their bytes
+	bad    []*invalidRecord // without their bytes
 }
 
 // newIngestSetAside starts a dead-letter file at path, or none if path is "".
-func newIngestSetAside(format, path string) (*ingestSetAside, error) {
-	a := &ingestSetAside{format: format, path: path}
+func newIngestSetAside(format, path string) (*setAside, error) {
+	a := &setAside{format: format, path: path}
 	if path == "" {
 		return a, nil
 	}
@@ -57,10 +57,10 @@ func newIngestSetAside(format, path string) (*ingestSetAside, error) {
 }
 
 // add sets bad aside.
-func (a *ingestSetAside) add(bad *ingestInvalidRecord) error {
+func (a *setAside) add(bad *invalidRecord) error {
 	if a.file != nil {
-		dl := ingestDeadLetter{Offset: bad.place.off, Reason: bad.reason}
-		if a.format == ingestFormatProto {
+		dl := deadLetter{Offset: bad.place.off, Reason: bad.reason}
+		if a.format == formatProto {
 			dl.Index, dl.RecordBase64 = bad.place.n, bad.record
 		} else if dl.Line = bad.place.n; utf8.Valid(bad.record) {
 			dl.Record = string(bad.record)
@@ -78,7 +78,7 @@ func (a *ingestSetAside) add(bad *ingestInvalidRecord) error {
 
 // places returns the line or record numbers of the records set aside, in
 // file order.
-func (a *ingestSetAside) places() []int64 {
+func (a *setAside) places() []int64 {
 	n := make([]int64, len(a.bad))
 	for i, b := range a.bad {
 		n[i] = b.place.n
@@ -87,7 +87,7 @@ func (a *ingestSetAside) places() []int64 {
 }
 
 // commit puts the dead-letter file in place (none: nothing to do).
-func (a *ingestSetAside) commit() error {
+func (a *setAside) commit() error {
 	if a.file == nil {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (a *ingestSetAside) commit() error {
 }
 
 // abort drops the dead-letter file being written; an earlier one stays.
-func (a *ingestSetAside) abort() {
+func (a *setAside) abort() {
 	if a.file != nil {
 		a.file.Abort()
 		a.file = nil

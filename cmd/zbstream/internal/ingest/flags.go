@@ -14,7 +14,7 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-const ingestSynopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
+const synopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
        ingest -endpoint URL -table-field FIELD [-max-open-streams N] [flags] FILE
 
 Ingests FILE into a table exactly once, through a persistent stream. FILE
@@ -65,13 +65,13 @@ Flags:`
 
 // Defaults of the ingest command.
 const (
-	ingestDefaultBatchRecords = 100
-	ingestDefaultBatchBytes   = 4 << 20
-	ingestDefaultMaxInflight  = 1000
-	ingestDefaultMaxOpen      = 16
+	defaultBatchRecords = 100
+	defaultBatchBytes   = 4 << 20
+	defaultMaxInflight  = 1000
+	defaultMaxOpen      = 16
 )
 
-type ingestFlags struct {
+type flags struct {
 	endpoint, token, table, appName, caFile string
 	tableField                              string // routed: each record's table is this field
 	maxOpen                                 int    // routed: streams open at once, at most
@@ -85,32 +85,32 @@ type ingestFlags struct {
 	batchSet                                bool // -batch-size or -batch-bytes given
 }
 
-// ingestFlagSet defines the ingest flags on a new flag set; parsing it
+// flagSet defines the ingest flags on a new flag set; parsing it
 // fills the flags returned (parseIngestFlags then checks them).
-func ingestFlagSet(stderr io.Writer) (*flag.FlagSet, *ingestFlags) {
-	f := new(ingestFlags)
-	fs := cli.NewFlags("ingest", ingestSynopsis, stderr)
+func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
+	f := new(flags)
+	fs := cli.NewFlags("ingest", synopsis, stderr)
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
 	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
 	fs.StringVar(&f.tableField, "table-field", "", "route each JSON line to the table named by its top-level string `field` (instead of -table)")
-	fs.IntVar(&f.maxOpen, "max-open-streams", ingestDefaultMaxOpen, "with -table-field: streams open at once, at most `N`")
+	fs.IntVar(&f.maxOpen, "max-open-streams", defaultMaxOpen, "with -table-field: streams open at once, at most `N`")
 	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
 	fs.StringVar(&f.appName, "app-name", "zbstream-ingest", "application `name` in the user agent")
 	fs.StringVar(&f.state, "state", "", "state `file` (default FILE.zbstate, beside FILE)")
 	fs.StringVar(&f.skipInvalid, "skip-invalid", "", "write the records the server would refuse to this dead-letter `file` (JSON lines, rewritten whole) and ingest the others")
 	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
 	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
-	fs.IntVar(&f.batchRecords, "batch-size", ingestDefaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
-	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", ingestDefaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
-	fs.IntVar(&f.maxInflight, "max-inflight", ingestDefaultMaxInflight, "calls sent and not yet acknowledged, at most")
+	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
+	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
+	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
 	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
 	return fs, f
 }
 
-func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
-	fs, f := ingestFlagSet(stderr)
+func parseIngestFlags(args []string, stderr io.Writer) (*flags, error) {
+	fs, f := flagSet(stderr)
 	pos, err := cli.ParseAnywhere(fs, args)
 	if err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		if len(pos) == 0 {
 			return nil, cli.UsageErr("ingest takes one FILE, got none")
 		}
-		return nil, cli.UsageErr("ingest takes one FILE, got %s: %q", ingestPlural(int64(len(pos)), "argument"), pos)
+		return nil, cli.UsageErr("ingest takes one FILE, got %s: %q", plural(int64(len(pos)), "argument"), pos)
 	case f.endpoint == "":
 		return nil, cli.UsageErr("-endpoint is required")
 	case f.table == "" && f.tableField == "":
@@ -168,7 +168,7 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 		// The dead-letter file is replaced whole: never by the input or
 		// the state file.
 		for _, other := range []struct{ name, path string }{{"FILE", f.file}, {"the state file", f.state}} {
-			if ingestSamePath(f.skipInvalid, other.path) {
+			if samePath(f.skipInvalid, other.path) {
 				return nil, cli.UsageErr("-skip-invalid %s is %s: give the dead-letter file a path of its own", f.skipInvalid, other.name)
 			}
 		}
@@ -176,9 +176,9 @@ func parseIngestFlags(args []string, stderr io.Writer) (*ingestFlags, error) {
 	return f, nil
 }
 
-// ingestSamePath reports whether a and b name the same file: the same
+// samePath reports whether a and b name the same file: the same
 // absolute path, or the same existing file.
-func ingestSamePath(a, b string) bool {
+func samePath(a, b string) bool {
 	aa, err1 := filepath.Abs(a)
 	ab, err2 := filepath.Abs(b)
 	if err1 == nil && err2 == nil && aa == ab {
@@ -192,7 +192,7 @@ func ingestSamePath(a, b string) bool {
 // clientErr is clientErr with the hints of this command's flags: where
 // the token comes from when the server refuses it, the table when the
 // token may not write it.
-func (f *ingestFlags) clientErr(err error) error {
+func (f *flags) clientErr(err error) error {
 	var ce *zbstream.ConnectionError
 	if errors.As(err, &ce) {
 		switch {

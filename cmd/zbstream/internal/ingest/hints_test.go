@@ -19,7 +19,7 @@ import (
 // came from and which flag or variable gives one.
 func TestIngestTokenHints(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
 	base := []string{"-endpoint", "http://" + ts.Addr, "-table", ts.Table, "-state", filepath.Join(t.TempDir(), "st")}
 	for _, c := range []struct {
 		name, env string
@@ -45,12 +45,12 @@ func TestIngestTokenHints(t *testing.T) {
 // retired says what can be done about it.
 func TestIngestRetiredStream(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 30)
-	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 30)
+	args := append(serverArgs(ts), "-batch-size", "10", file)
 	if code, _, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if _, err := ts.Client(t).RetireStream(ts.Context(context.Background()), &ingestpb.RetireStreamRequest{StreamId: proto.String(st.StreamID)}); err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +70,8 @@ func TestIngestRetiredStream(t *testing.T) {
 func TestIngestFlagsAfterFile(t *testing.T) {
 	ts := servertest.Start(t)
 	dir := t.TempDir()
-	file := ingestWriteLines(t, dir, "a.jsonl", 1)
-	code, stdout, _ := runIngestCmd(context.Background(), t, append([]string{file}, append(ingestServerArgs(ts), "-progress", "0")...)...)
+	file := writeLines(t, dir, "a.jsonl", 1)
+	code, stdout, _ := runIngestCmd(context.Background(), t, append([]string{file}, append(serverArgs(ts), "-progress", "0")...)...)
 	if code != cli.ExitOK || !strings.Contains(stdout, "done: 1 record of") || !strings.Contains(stdout, "sent 1 record in 1 call from") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
@@ -79,10 +79,10 @@ func TestIngestFlagsAfterFile(t *testing.T) {
 	if err := os.Rename(file, dash); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "--", dash)...); code != cli.ExitOK || !strings.Contains(stdout, "done: 1 record") {
+	if code, stdout, _ := runIngestCmd(context.Background(), t, append(serverArgs(ts), "--", dash)...); code != cli.ExitOK || !strings.Contains(stdout, "done: 1 record") {
 		t.Fatalf("after --: exit %d: %s", code, stdout)
 	}
-	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), dash, "extra")...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), dash, "extra")...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "got 2 arguments") {
 		t.Fatalf("two files: exit %d: %s", code, errOut)
 	}

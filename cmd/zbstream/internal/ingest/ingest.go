@@ -40,21 +40,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return f.clientErr(err)
 	}
 	defer client.Close()
-	src := ingestSource{path: f.file, format: ingestFormatJSON}
+	src := source{path: f.file, format: formatJSON}
 	if f.descSet != "" {
-		md, err := ingestLoadMessage(f.descSet, f.message)
+		md, err := loadMessage(f.descSet, f.message)
 		if err != nil {
 			return err
 		}
-		src.format, src.md = ingestFormatProto, md
+		src.format, src.md = formatProto, md
 	}
-	if src.check, err = ingestChecker(src.md); err != nil {
+	if src.check, err = checker(src.md); err != nil {
 		return err
 	}
 	if fi, err := os.Stat(f.file); err != nil {
-		return ingestInputErr("%v", err)
+		return inputErr("%v", err)
 	} else if fi.IsDir() {
-		return ingestInputErr("%s is a directory", f.file)
+		return inputErr("%s is a directory", f.file)
 	}
 
 	lock, err := lockIngestState(f.state)
@@ -91,7 +91,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		if f.batchSet && (st.BatchRecords != batchRecords || st.BatchBytes != batchBytes) {
-			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", ingestPlural(int64(st.BatchRecords), "record"), st.BatchBytes)
+			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", plural(int64(st.BatchRecords), "record"), st.BatchBytes)
 		}
 		batchRecords, batchBytes, cuts = st.BatchRecords, st.BatchBytes, st.Cuts
 	}
@@ -120,7 +120,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					"what the old stream holds stays in the table, so its records would be there twice)",
 					err, f.state, st.StreamID, f.file, f.state)
 			}
-			return ingestInterrupted(ctx, f.clientErr(err))
+			return interrupted(ctx, f.clientErr(err))
 		}
 		return nil
 	}
@@ -137,14 +137,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// (-skip-invalid, or the one the state names), or end the run. Once
 	// a state file exists its list of them rules: the scan collects them
 	// all and matchesFile compares.
-	aside, skip, err := ingestInvalidHandling(f, st, src)
+	aside, skip, err := invalidHandling(f, st, src)
 	if err != nil {
 		return err
 	}
 	defer aside.abort()
-	info, err := ingestScan(ctx, src, batchRecords, batchBytes, cuts, skip)
+	info, err := scan(ctx, src, batchRecords, batchBytes, cuts, skip)
 	if err != nil {
-		return ingestInterrupted(ctx, err)
+		return interrupted(ctx, err)
 	}
 	scanned := time.Since(start)
 	if st != nil {
@@ -154,16 +154,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if st.Done {
 			fmt.Fprintf(stdout, "ingest: %s is already done: %s in stream %s of %s (state %s); nothing sent\n",
-				f.file, ingestPlural(st.Records, "record"), st.StreamID, st.Table, f.state)
+				f.file, plural(st.Records, "record"), st.StreamID, st.Table, f.state)
 			return nil
 		}
 		if changed {
-			if err := ingestAcceptChanged(f, st, src, info, aside, s.LastDurable(), stderr); err != nil {
+			if err := acceptChanged(f, st, src, info, aside, s.LastDurable(), stderr); err != nil {
 				return err
 			}
 		}
 	} else {
-		if st, err = ingestNewState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
+		if st, err = newState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
 			return err
 		}
 		recreate := requestID != "" // the create may have been made by an earlier run
@@ -184,7 +184,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s, err = client.CreatePersistentStream(ctx, st.Table, append(sopts, zbstream.WithClientRequestID(st.ClientRequestID))...)
 		if err != nil {
 			s = nil
-			return ingestInterrupted(ctx, f.clientErr(err))
+			return interrupted(ctx, f.clientErr(err))
 		}
 		st.StreamID = s.StreamID()
 		if err := st.save(f.state); err != nil {
@@ -200,7 +200,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cancel()
 			s = nil
 			if err != nil {
-				return ingestInterrupted(ctx, f.clientErr(err))
+				return interrupted(ctx, f.clientErr(err))
 			}
 			resumed = true
 			if err := resume(); err != nil {
@@ -210,61 +210,61 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	w := s.LastDurable() // the server's watermark: calls 0..w are durable
 	if w >= st.Batches {
-		return cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %s: the stream does not belong to this file", st.StreamID, w, f.file, ingestPlural(st.Batches, "call")))
+		return cli.WithCode(cli.ExitFailure, fmt.Errorf("stream %s holds offsets up to %d, but %s has only %s: the stream does not belong to this file", st.StreamID, w, f.file, plural(st.Batches, "call")))
 	}
-	run := &ingestRun{f: f, st: st, src: src, s: s, stdout: stdout, stderr: stderr, resumedAt: w, resumed: resumed, start: start, scanned: scanned, failedAt: -1}
+	run := &run{f: f, st: st, src: src, s: s, stdout: stdout, stderr: stderr, resumedAt: w, resumed: resumed, start: start, scanned: scanned, failedAt: -1}
 	err = run.run(ctx)
 	s = nil // closed by run
 	return err
 }
 
-// ingestNewState commits the records set aside by a first run and
+// newState commits the records set aside by a first run and
 // returns the state of the ingestion it starts (not saved yet), or nil
 // when the file holds no record to send (said on stdout) or on error.
-func ingestNewState(f *ingestFlags, src ingestSource, info ingestFileInfo, aside *ingestSetAside, batchRecords int, batchBytes int64, stdout, stderr io.Writer) (*ingestState, error) {
+func newState(f *flags, src source, info fileInfo, aside *setAside, batchRecords int, batchBytes int64, stdout, stderr io.Writer) (*state, error) {
 	if err := aside.commit(); err != nil {
 		return nil, err
 	}
-	ingestNoteSetAside(stderr, src, aside)
+	noteSetAside(stderr, src, aside)
 	if info.records == 0 {
 		fmt.Fprintf(stdout, "ingest: %s holds no records; nothing to do\n", f.file)
 		return nil, nil
 	}
 	abs, _ := filepath.Abs(f.file)
-	return &ingestState{
-		Version: ingestStateVersion, File: abs, Size: info.size, SHA256: info.sha256,
+	return &state{
+		Version: stateVersion, File: abs, Size: info.size, SHA256: info.sha256,
 		Format: src.format, Records: info.records,
 		BatchRecords: batchRecords, BatchBytes: batchBytes, Batches: info.batches,
-		DeadLetters: ingestDeadLetterPath(f, nil), Skipped: aside.places(),
+		DeadLetters: deadLetterPath(f, nil), Skipped: aside.places(),
 		Endpoint: f.endpoint, Created: time.Now().UTC(),
 	}, nil
 }
 
-// ingestSameSkips returns the skip function of a run that resumes st: the
+// sameSkips returns the skip function of a run that resumes st: the
 // records st sets aside are skipped again, and only they; another means
 // the file changed since it was checked.
-func ingestSameSkips(st *ingestState, src ingestSource) func(*ingestInvalidRecord) error {
+func sameSkips(st *state, src source) func(*invalidRecord) error {
 	i := 0
-	return func(bad *ingestInvalidRecord) error {
+	return func(bad *invalidRecord) error {
 		if i < len(st.Skipped) && st.Skipped[i] == bad.place.n {
 			i++
 			return nil
 		}
-		return ingestInputErr("%v: %s changed during the ingestion", bad, src.path)
+		return inputErr("%v: %s changed during the ingestion", bad, src.path)
 	}
 }
 
-// ingestInterrupted turns an error caused by Ctrl-C into exit code 130.
-func ingestInterrupted(ctx context.Context, err error) error {
+// interrupted turns an error caused by Ctrl-C into exit code 130.
+func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted before anything was sent in this run; run again to continue (%w)", context.Cause(ctx)))
 	}
 	return err
 }
 
-// ingestDeadLetterPath is where records set aside go: -skip-invalid, or
+// deadLetterPath is where records set aside go: -skip-invalid, or
 // else the dead-letter file the state file names; "" for none.
-func ingestDeadLetterPath(f *ingestFlags, st *ingestState) string {
+func deadLetterPath(f *flags, st *state) string {
 	if f.skipInvalid != "" {
 		abs, err := filepath.Abs(f.skipInvalid)
 		if err != nil {
@@ -278,23 +278,23 @@ func ingestDeadLetterPath(f *ingestFlags, st *ingestState) string {
 	return ""
 }
 
-// ingestInvalidHandling returns the dead-letter file of this run (its
+// invalidHandling returns the dead-letter file of this run (its
 // abort is the caller's to defer) and what the scan does with a record the
 // server would refuse: set it aside there, or, with neither -skip-invalid
 // nor a state file, end the run.
-func ingestInvalidHandling(f *ingestFlags, st *ingestState, src ingestSource) (*ingestSetAside, func(*ingestInvalidRecord) error, error) {
-	aside, err := newIngestSetAside(src.format, ingestDeadLetterPath(f, st))
+func invalidHandling(f *flags, st *state, src source) (*setAside, func(*invalidRecord) error, error) {
+	aside, err := newIngestSetAside(src.format, deadLetterPath(f, st))
 	if err != nil {
 		return nil, nil, err
 	}
 	if st == nil && f.skipInvalid == "" {
-		return aside, ingestRefuseInvalid, nil
+		return aside, refuseInvalid, nil
 	}
 	return aside, aside.add, nil
 }
 
-// ingestNoteSetAside says which records went to the dead-letter file.
-func ingestNoteSetAside(stderr io.Writer, src ingestSource, aside *ingestSetAside) {
+// noteSetAside says which records went to the dead-letter file.
+func noteSetAside(stderr io.Writer, src source, aside *setAside) {
 	if len(aside.bad) == 0 {
 		return
 	}
@@ -311,29 +311,29 @@ func ingestNoteSetAside(stderr io.Writer, src ingestSource, aside *ingestSetAsid
 		unit += "s"
 	}
 	fmt.Fprintf(stderr, "ingest: set aside %s the server would refuse (%s %s) in the dead-letter file %s\n",
-		ingestPlural(int64(len(aside.bad)), "record"), unit, strings.Join(where, ", "), aside.path)
+		plural(int64(len(aside.bad)), "record"), unit, strings.Join(where, ", "), aside.path)
 }
 
-// ingestAcceptChanged takes a file that changed after the part pinned when
-// the server refused a call (see ingestPin): the calls after the pin are
+// acceptChanged takes a file that changed after the part pinned when
+// the server refused a call (see pin): the calls after the pin are
 // made afresh from it. That is safe only while the server holds nothing
 // past the pin (w, its watermark, tells): what it holds past it was made
 // from the old content.
-func ingestAcceptChanged(f *ingestFlags, st *ingestState, src ingestSource, info ingestFileInfo, aside *ingestSetAside, w int64, stderr io.Writer) error {
+func acceptChanged(f *flags, st *state, src source, info fileInfo, aside *setAside, w int64, stderr io.Writer) error {
 	pin := st.Pin
 	if w >= pin.Calls {
-		return ingestInputErr("%s changed, but stream %s holds calls up to %d, past the %s pinned when the server refused a call: restore %s as it was, and run the same command again",
-			src.path, st.StreamID, w, ingestPlural(pin.Calls, "call"), src.path)
+		return inputErr("%s changed, but stream %s holds calls up to %d, past the %s pinned when the server refused a call: restore %s as it was, and run the same command again",
+			src.path, st.StreamID, w, plural(pin.Calls, "call"), src.path)
 	}
 	if aside.path == "" && len(aside.bad) > 0 {
 		// Without a dead-letter file, a record the server would refuse
 		// ends the run, as in a first run.
-		return ingestRefuseInvalid(aside.bad[0])
+		return refuseInvalid(aside.bad[0])
 	}
 	if err := aside.commit(); err != nil {
 		return err
 	}
-	ingestNoteSetAside(stderr, src, aside)
+	noteSetAside(stderr, src, aside)
 	st.Size, st.SHA256, st.Records, st.Batches = info.size, info.sha256, info.records, info.batches
 	st.Skipped, st.DeadLetters = aside.places(), aside.path
 	if err := st.save(f.state); err != nil {
@@ -344,6 +344,6 @@ func ingestAcceptChanged(f *ingestFlags, st *ingestState, src ingestSource, info
 		where = "after " + src.records(pin.Last, pin.Last) + ", the last record the server holds"
 	}
 	fmt.Fprintf(stderr, "ingest: %s changed %s: going on with its new content (%s in %s)\n",
-		src.path, where, ingestPlural(info.records, "record"), ingestPlural(info.batches, "call"))
+		src.path, where, plural(info.records, "record"), plural(info.batches, "call"))
 	return nil
 }

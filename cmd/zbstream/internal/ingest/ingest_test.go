@@ -26,9 +26,9 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// ingestWriteLines writes n JSON lines {"seq":i} (with a blank line now and
+// writeLines writes n JSON lines {"seq":i} (with a blank line now and
 // then, which must be skipped) and returns the file's path.
-func ingestWriteLines(t *testing.T, dir, name string, n int) string {
+func writeLines(t *testing.T, dir, name string, n int) string {
 	t.Helper()
 	var b bytes.Buffer
 	for i := range n {
@@ -53,11 +53,11 @@ func runIngestCmd(ctx context.Context, t *testing.T, args ...string) (code int, 
 	return code, out.String(), errb.String()
 }
 
-func ingestServerArgs(ts *servertest.Server) []string {
+func serverArgs(ts *servertest.Server) []string {
 	return []string{"-endpoint", "http://" + ts.Addr, "-token", ts.Token, "-table", ts.Table}
 }
 
-func ingestReadState(t *testing.T, path string) *ingestState {
+func readState(t *testing.T, path string) *state {
 	t.Helper()
 	st, err := loadIngestState(path)
 	if err != nil || st == nil {
@@ -66,9 +66,9 @@ func ingestReadState(t *testing.T, path string) *ingestState {
 	return st
 }
 
-// ingestStored returns every record the server holds for stream id, in
+// stored returns every record the server holds for stream id, in
 // offset order, checking that offsets are contiguous from 0.
-func ingestStored(t *testing.T, ts *servertest.Server, id string) [][]byte {
+func stored(t *testing.T, ts *servertest.Server, id string) [][]byte {
 	t.Helper()
 	batches, err := ts.Records(context.Background(), id)
 	if err != nil {
@@ -84,11 +84,11 @@ func ingestStored(t *testing.T, ts *servertest.Server, id string) [][]byte {
 	return recs
 }
 
-// ingestCheckSeq checks that the server holds {"seq":0} .. {"seq":n-1}, each
+// checkSeq checks that the server holds {"seq":0} .. {"seq":n-1}, each
 // once, in order.
-func ingestCheckSeq(t *testing.T, ts *servertest.Server, id string, n int) {
+func checkSeq(t *testing.T, ts *servertest.Server, id string, n int) {
 	t.Helper()
-	recs := ingestStored(t, ts, id)
+	recs := stored(t, ts, id)
 	for i, r := range recs {
 		if want := fmt.Sprintf(`{"seq":%d}`, i); string(r) != want {
 			t.Fatalf("record %d on the server is %s, want %s", i, r, want)
@@ -99,7 +99,7 @@ func ingestCheckSeq(t *testing.T, ts *servertest.Server, id string, n int) {
 	}
 }
 
-func ingestStreamCount(t *testing.T, ts *servertest.Server) int {
+func streamCount(t *testing.T, ts *servertest.Server) int {
 	t.Helper()
 	ss, err := ts.Streams(context.Background())
 	if err != nil {
@@ -111,8 +111,8 @@ func ingestStreamCount(t *testing.T, ts *servertest.Server) int {
 func TestIngestJSONOnce(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 1000)
-	args := append(ingestServerArgs(ts), "-batch-size", "7", file)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 1000)
+	args := append(serverArgs(ts), "-batch-size", "7", file)
 	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
@@ -120,19 +120,19 @@ func TestIngestJSONOnce(t *testing.T) {
 	if !strings.Contains(out, "done: 1000 records") || !strings.Contains(out, "sent 1000 records in 143 calls") {
 		t.Errorf("summary: %s", out)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if !st.Done || st.StreamID == "" || st.Records != 1000 || st.Batches != 143 || st.BatchRecords != 7 {
 		t.Fatalf("state %+v", st)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, 1000)
+	checkSeq(t, ts, st.StreamID, 1000)
 
 	// Again: the file is done, nothing is sent, no stream is made.
 	code, out, _ = runIngestCmd(ctx, t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, 1000)
-	if n := ingestStreamCount(t, ts); n != 1 {
+	checkSeq(t, ts, st.StreamID, 1000)
+	if n := streamCount(t, ts); n != 1 {
 		t.Fatalf("server has %d streams, want 1", n)
 	}
 }
@@ -143,12 +143,12 @@ func TestIngestJSONOnce(t *testing.T) {
 func TestIngestResumeWithoutDone(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 300)
-	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 300)
+	args := append(serverArgs(ts), "-batch-size", "10", file)
 	if code, _, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	st.Done = false
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 29") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, 300)
+	checkSeq(t, ts, st.StreamID, 300)
 }
 
 // TestIngestCreateCrash: a run that died after it saved the request id
@@ -171,12 +171,12 @@ func TestIngestResumeWithoutDone(t *testing.T) {
 func TestIngestCreateCrash(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
-	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 200)
+	args := append(serverArgs(ts), "-batch-size", "10", file)
 	if code, _, _ := runIngestCmd(ctx, t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	id := st.StreamID
 	// The server already has the stream (full here, where a real crash
 	// before the save leaves it empty): the rerun finds its watermark and
@@ -189,10 +189,10 @@ func TestIngestCreateCrash(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 19") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	if got := ingestReadState(t, file+".zbstate").StreamID; got != id {
+	if got := readState(t, file+".zbstate").StreamID; got != id {
 		t.Fatalf("re-create gave stream %s, want %s", got, id)
 	}
-	if n := ingestStreamCount(t, ts); n != 1 {
+	if n := streamCount(t, ts); n != 1 {
 		t.Fatalf("server has %d streams, want 1", n)
 	}
 }
@@ -204,22 +204,22 @@ func TestIngestCreateCrash(t *testing.T) {
 func TestIngestRefusedThenRight(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 50)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 50)
 	code, _, errOut := runIngestCmd(ctx, t, "-endpoint", "http://"+ts.Addr, "-token", ts.Token, "-table", "main.other.table", file)
 	if code != cli.ExitAuth {
 		t.Fatalf("exit %d, want %d: %s", code, cli.ExitAuth, errOut)
 	}
-	if st := ingestReadState(t, file+".zbstate"); st.StreamID != "" {
+	if st := readState(t, file+".zbstate"); st.StreamID != "" {
 		t.Fatalf("state names a stream: %+v", st)
 	}
-	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...); code != cli.ExitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(serverArgs(ts), file)...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if st.Table != ts.Table || !st.Done {
 		t.Fatalf("state %+v", st)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, 50)
+	checkSeq(t, ts, st.StreamID, 50)
 }
 
 // TestIngestServerFaults: a lost create response, lost acks after a
@@ -236,16 +236,16 @@ func TestIngestServerFaults(t *testing.T) {
 	} {
 		ts.Inject(server.Match{Table: ts.Table}, f)
 	}
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 2000)
-	code, out, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 2000)
+	code, out, _ := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-batch-size", "10", "-max-inflight", "8", file)...)
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	if strings.Contains(out, "reconnects 0") {
 		t.Errorf("no reconnect: %s", out)
 	}
-	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 2000)
-	if c := ingestStreamCount(t, ts); c != 1 {
+	checkSeq(t, ts, readState(t, file+".zbstate").StreamID, 2000)
+	if c := streamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 }
@@ -270,7 +270,7 @@ func TestIngestChild(t *testing.T) {
 	os.Exit(code)
 }
 
-var ingestProgressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
+var progressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
 
 // runIngestChild starts "zbstream ingest args" as a child process and calls
 // onProgress with the durable count of every progress line until it
@@ -295,7 +295,7 @@ func runIngestChild(t *testing.T, args []string, onProgress func(cmd *exec.Cmd, 
 	for lines.Scan() {
 		line := lines.Text()
 		errb.WriteString(line + "\n")
-		if m := ingestProgressLine.FindStringSubmatch(line); watching && m != nil {
+		if m := progressLine.FindStringSubmatch(line); watching && m != nil {
 			n, _ := strconv.ParseInt(m[1], 10, 64)
 			if onProgress(cmd, n) {
 				watching = false
@@ -316,9 +316,9 @@ func TestIngestCrash(t *testing.T) {
 	}
 	ts := servertest.Start(t)
 	const n = 50000
-	file := ingestWriteLines(t, t.TempDir(), "big.jsonl", n)
-	args := append(ingestServerArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
-	last := ingestKillThrice(t, args, n)
+	file := writeLines(t, t.TempDir(), "big.jsonl", n)
+	args := append(serverArgs(ts), "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
+	last := killThrice(t, args, n)
 	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
 	if err != nil {
 		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
@@ -331,21 +331,21 @@ func TestIngestCrash(t *testing.T) {
 	if on, _ := strconv.ParseInt(m[1], 10, 64); on < last {
 		t.Fatalf("the last run resumed with %d records on the server, below the %d reported durable", on, last)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if !st.Done {
 		t.Fatalf("state not done: %+v", st)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, n)
-	if c := ingestStreamCount(t, ts); c != 1 {
+	checkSeq(t, ts, st.StreamID, n)
+	if c := streamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 }
 
-// ingestKillThrice runs "zbstream ingest args" (a file of n records) as a
+// killThrice runs "zbstream ingest args" (a file of n records) as a
 // child process three times, and kills it with SIGKILL at about 20%, 40%
 // and 60% durable, each time once it has made progress of its own, with
 // calls in flight. It returns the durable count of the last kill.
-func ingestKillThrice(t *testing.T, args []string, n int64) int64 {
+func killThrice(t *testing.T, args []string, n int64) int64 {
 	t.Helper()
 	last := int64(-1)
 	for round := range 3 {
@@ -371,20 +371,20 @@ func ingestKillThrice(t *testing.T, args []string, n int64) int64 {
 	return last
 }
 
-// ingestCancelOnProgress is a writer for stderr that cancels the run once a
-// ingestProgress line shows some records durable.
-type ingestCancelOnProgress struct {
+// cancelOnProgress is a writer for stderr that cancels the run once a
+// progress line shows some records durable.
+type cancelOnProgress struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	cancel context.CancelFunc
 }
 
-func (w *ingestCancelOnProgress) Write(b []byte) (int, error) {
+func (w *cancelOnProgress) Write(b []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(b)
 	for _, line := range strings.Split(string(b), "\n") {
-		if m := ingestProgressLine.FindStringSubmatch(line); m != nil && m[1] != "0" {
+		if m := progressLine.FindStringSubmatch(line); m != nil && m[1] != "0" {
 			w.cancel()
 		}
 	}
@@ -397,11 +397,11 @@ func (w *ingestCancelOnProgress) Write(b []byte) (int, error) {
 func TestIngestInterrupt(t *testing.T) {
 	ts := servertest.Start(t)
 	const n = 10000
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", n)
-	args := append(ingestServerArgs(ts), "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
+	file := writeLines(t, t.TempDir(), "events.jsonl", n)
+	args := append(serverArgs(ts), "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &ingestCancelOnProgress{cancel: cancel}
+	w := &cancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
 	code := cmds.Run(ctx, append([]string{"ingest"}, args...), &out, w)
 	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
@@ -411,16 +411,16 @@ func TestIngestInterrupt(t *testing.T) {
 	if !strings.Contains(w.buf.String(), "interrupted: ") || !strings.Contains(w.buf.String(), "run the same command again") {
 		t.Fatalf("no stop message: %s", w.buf.String())
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if st.Done {
 		t.Fatal("interrupted run marked done")
 	}
-	t.Logf("server holds %d of %d records after the interrupt", len(ingestStored(t, ts, st.StreamID)), n)
+	t.Logf("server holds %d of %d records after the interrupt", len(stored(t, ts, st.StreamID)), n)
 	code, out2, _ := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out2, "from watermark") {
 		t.Fatalf("exit %d: %s", code, out2)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, n)
+	checkSeq(t, ts, st.StreamID, n)
 }
 
 func TestIngestMalformedLine(t *testing.T) {
@@ -439,11 +439,11 @@ func TestIngestMalformedLine(t *testing.T) {
 	if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), file)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, file+":57: malformed JSON") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if c := ingestStreamCount(t, ts); c != 0 {
+	if c := streamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 	if _, err := os.Stat(file + ".zbstate"); err == nil {
@@ -454,7 +454,7 @@ func TestIngestMalformedLine(t *testing.T) {
 	if err := os.WriteFile(file, []byte("{\"a\":1}\n[1,2]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
+	code, _, errOut = runIngestCmd(context.Background(), t, append(serverArgs(ts), file)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, file+":2: not a JSON object") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -463,7 +463,7 @@ func TestIngestMalformedLine(t *testing.T) {
 func TestIngestMissingFile(t *testing.T) {
 	ts := servertest.Start(t)
 	file := filepath.Join(t.TempDir(), "nope.jsonl")
-	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), file)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "nope.jsonl") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -475,13 +475,13 @@ func TestIngestStateMismatch(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	a := ingestWriteLines(t, dir, "a.jsonl", 100)
+	a := writeLines(t, dir, "a.jsonl", 100)
 	state := filepath.Join(dir, "shared.zbstate")
-	if code, _, _ := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...); code != cli.ExitOK {
+	if code, _, _ := runIngestCmd(ctx, t, append(serverArgs(ts), "-state", state, a)...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	b := ingestWriteLines(t, dir, "b.jsonl", 101)
-	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, b)...)
+	b := writeLines(t, dir, "b.jsonl", 101)
+	code, _, errOut := runIngestCmd(ctx, t, append(serverArgs(ts), "-state", state, b)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("another file: exit %d: %s", code, errOut)
 	}
@@ -491,7 +491,7 @@ func TestIngestStateMismatch(t *testing.T) {
 	if err := os.WriteFile(a, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
+	code, _, errOut = runIngestCmd(ctx, t, append(serverArgs(ts), "-state", state, a)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "belongs to another file") {
 		t.Fatalf("changed file: exit %d: %s", code, errOut)
 	}
@@ -499,20 +499,20 @@ func TestIngestStateMismatch(t *testing.T) {
 	if err := os.WriteFile(a, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := ingestServerArgs(ts)
+	args := serverArgs(ts)
 	args[len(args)-1] = "main.other.table"
 	code, _, errOut = runIngestCmd(ctx, t, append(args, "-state", state, a)...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "belongs to table "+ts.Table) {
 		t.Fatalf("another table: exit %d: %s", code, errOut)
 	}
-	if c := ingestStreamCount(t, ts); c != 1 {
+	if c := streamCount(t, ts); c != 1 {
 		t.Fatalf("server has %d streams, want 1", c)
 	}
 	// A damaged state file.
 	if err := os.WriteFile(state, []byte("{\"version\":"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut = runIngestCmd(ctx, t, append(ingestServerArgs(ts), "-state", state, a)...)
+	code, _, errOut = runIngestCmd(ctx, t, append(serverArgs(ts), "-state", state, a)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "is unreadable") {
 		t.Fatalf("damaged state: exit %d: %s", code, errOut)
 	}
@@ -520,7 +520,7 @@ func TestIngestStateMismatch(t *testing.T) {
 
 func TestIngestFlags(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
 	ep := "http://" + ts.Addr
 	for _, tc := range []struct {
 		name string
@@ -553,7 +553,7 @@ func TestIngestFlags(t *testing.T) {
 
 func TestIngestRefusedToken(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-token", "wrong", "-table", ts.Table, file)
 	if code != cli.ExitAuth {
 		t.Fatalf("exit %d, want %d: %s", code, cli.ExitAuth, errOut)
@@ -573,7 +573,7 @@ func TestIngestTLSMistakes(t *testing.T) {
 	}
 	tlsTS := servertest.Start(t, servertest.WithOptions(func(o *server.Options) { o.TLS = tlsCfg }))
 	plainTS := servertest.Start(t)
-	file := ingestWriteLines(t, dir, "a.jsonl", 3)
+	file := writeLines(t, dir, "a.jsonl", 3)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -603,8 +603,8 @@ func TestIngestTLSMistakes(t *testing.T) {
 func TestIngestUnreachable(t *testing.T) {
 	// A port nothing listens on: a listener opened and closed.
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
-	addr := ingestFreeAddr(t)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
+	addr := freeAddr(t)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
 	if code != cli.ExitUnreachable || !strings.Contains(errOut, "retries exhausted") {
 		t.Fatalf("exit %d, want %d after the retries: %s", code, cli.ExitUnreachable, errOut)
@@ -612,8 +612,8 @@ func TestIngestUnreachable(t *testing.T) {
 	clitest.WantPrefixOnce(t, errOut)
 }
 
-// ingestFreeAddr returns a loopback address nothing listens on.
-func ingestFreeAddr(t *testing.T) string {
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -651,10 +651,10 @@ func TestIngestProgressBar(t *testing.T) {
 func TestIngestOpenServerNoToken(t *testing.T) {
 	t.Setenv(cli.EnvToken, "")
 	ts := servertest.Start(t, servertest.Open())
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 10)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 10)
 	code, out, _ := runIngestCmd(context.Background(), t, "-endpoint", "http://"+ts.Addr, "-table", ts.Table, file)
 	if code != cli.ExitOK || !strings.Contains(out, "done: 10 records") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 10)
+	checkSeq(t, ts, readState(t, file+".zbstate").StreamID, 10)
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// ingestWriteMixed writes n JSON lines {"seq":i}, except that the lines in
+// writeMixed writes n JSON lines {"seq":i}, except that the lines in
 // bad (by index from 0) hold the given invalid records instead; it
 // returns the path.
-func ingestWriteMixed(t *testing.T, dir string, n int, bad map[int]string) string {
+func writeMixed(t *testing.T, dir string, n int, bad map[int]string) string {
 	t.Helper()
 	var b bytes.Buffer
 	for i := range n {
@@ -37,11 +37,11 @@ func ingestWriteMixed(t *testing.T, dir string, n int, bad map[int]string) strin
 	return path
 }
 
-// ingestCheckSeqExcept checks that the server holds {"seq":i} for every i
+// checkSeqExcept checks that the server holds {"seq":i} for every i
 // below n not in bad, each once, in order.
-func ingestCheckSeqExcept(t *testing.T, ts *servertest.Server, id string, n int, bad map[int]string) {
+func checkSeqExcept(t *testing.T, ts *servertest.Server, id string, n int, bad map[int]string) {
 	t.Helper()
-	recs := ingestStored(t, ts, id)
+	recs := stored(t, ts, id)
 	j := 0
 	for i := range n {
 		if _, ok := bad[i]; ok {
@@ -63,14 +63,14 @@ func ingestCheckSeqExcept(t *testing.T, ts *servertest.Server, id string, n int,
 // the same message, not a stuck stream.
 func TestIngestInvalidUTF8(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteMixed(t, t.TempDir(), 50, map[int]string{6: "{\"name\":\"caf\xe9\"}"})
+	file := writeMixed(t, t.TempDir(), 50, map[int]string{6: "{\"name\":\"caf\xe9\"}"})
 	for range 2 {
-		code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), file)...)
+		code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), file)...)
 		if code != cli.ExitInput || !strings.Contains(errOut, file+":7: invalid UTF-8 at byte 13 of the record") || !strings.Contains(errOut, "-skip-invalid") {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
 		clitest.WantPrefixOnce(t, errOut)
-		if c := ingestStreamCount(t, ts); c != 0 {
+		if c := streamCount(t, ts); c != 0 {
 			t.Fatalf("server has %d streams: something was sent", c)
 		}
 		if _, err := os.Stat(file + ".zbstate"); err == nil {
@@ -85,20 +85,20 @@ func TestIngestInvalidUTF8(t *testing.T) {
 func TestIngestProtoUnknownField(t *testing.T) {
 	ts := servertest.Start(t)
 	dir := t.TempDir()
-	md, set := ingestTestMessage(t, dir)
-	file, recs := ingestWriteProtoRecords(t, dir, md, 5)
+	md, set := testMessage(t, dir)
+	file, recs := writeProtoRecords(t, dir, md, 5)
 	full, _ := os.ReadFile(file)
 	extra := protowire.AppendVarint(protowire.AppendTag(bytes.Clone(recs[0]), 9, protowire.VarintType), 1)
 	full = append(protowire.AppendVarint(full, uint64(len(extra))), extra...)
 	if err := os.WriteFile(file, full, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event")
+	args := append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event")
 	code, _, errOut := runIngestCmd(context.Background(), t, append(args, file)...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "record 6 at byte offset") || !strings.Contains(errOut, "unknown to the descriptor") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if c := ingestStreamCount(t, ts); c != 0 {
+	if c := streamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 	// Set aside, it goes to the dead-letter file whole, in base64.
@@ -107,26 +107,26 @@ func TestIngestProtoUnknownField(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(errOut, "set aside 1 record the server would refuse (record 6)") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	letters := ingestReadDeadLetters(t, dl)
+	letters := readDeadLetters(t, dl)
 	if len(letters) != 1 || letters[0].Index != 6 || !bytes.Equal(letters[0].RecordBase64, extra) || letters[0].Offset != int64(len(full)-len(extra)-1) {
 		t.Fatalf("dead letters %+v", letters)
 	}
-	if got := ingestStored(t, ts, ingestReadState(t, file+".zbstate").StreamID); len(got) != 5 {
+	if got := stored(t, ts, readState(t, file+".zbstate").StreamID); len(got) != 5 {
 		t.Fatalf("server holds %d records, want 5", len(got))
 	}
 }
 
-func ingestReadDeadLetters(t *testing.T, path string) []ingestDeadLetter {
+func readDeadLetters(t *testing.T, path string) []deadLetter {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []ingestDeadLetter
+	var out []deadLetter
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	for dec.More() {
-		var d ingestDeadLetter
+		var d deadLetter
 		if err := dec.Decode(&d); err != nil {
 			t.Fatalf("dead-letter file: %v\n%s", err, b)
 		}
@@ -150,12 +150,12 @@ func TestIngestSkipInvalid(t *testing.T) {
 		1500: `{"seq": 1500,`,
 		4999: `"just a string"`,
 	}
-	file := ingestWriteMixed(t, dir, n, bad)
+	file := writeMixed(t, dir, n, bad)
 	dl := filepath.Join(dir, "dead.jsonl")
-	args := append(ingestServerArgs(ts), "-batch-size", "2", "-max-inflight", "8", "-progress", "5ms", "-skip-invalid", dl, file)
+	args := append(serverArgs(ts), "-batch-size", "2", "-max-inflight", "8", "-progress", "5ms", "-skip-invalid", dl, file)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &ingestCancelOnProgress{cancel: cancel}
+	w := &cancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
 	if code := cmds.Run(ctx, append([]string{"ingest"}, args...), &out, w); code != cli.ExitInterrupted {
 		t.Fatalf("exit %d, want %d\n%s%s", code, cli.ExitInterrupted, out.String(), w.buf.String())
@@ -163,11 +163,11 @@ func TestIngestSkipInvalid(t *testing.T) {
 	if !strings.Contains(w.buf.String(), "set aside 4 records the server would refuse (lines 1, 8, 1501, 5000)") {
 		t.Fatalf("no note of the records set aside: %s", w.buf.String())
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if fmt.Sprint(st.Skipped) != "[1 8 1501 5000]" || st.Records != n-4 || st.DeadLetters != dl {
 		t.Fatalf("state: skipped %v, records %d, dead letters %q", st.Skipped, st.Records, st.DeadLetters)
 	}
-	letters := ingestReadDeadLetters(t, dl)
+	letters := readDeadLetters(t, dl)
 	want := []struct {
 		line   int64
 		reason string
@@ -190,11 +190,11 @@ func TestIngestSkipInvalid(t *testing.T) {
 	before, _ := os.ReadFile(dl)
 
 	// The same command, without -skip-invalid: the state file rules.
-	code, stdout, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "2", file)...)
+	code, stdout, _ := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-batch-size", "2", file)...)
 	if code != cli.ExitOK || !strings.Contains(stdout, "from watermark") || !strings.Contains(stdout, "4 records set aside in "+dl) {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
-	ingestCheckSeqExcept(t, ts, st.StreamID, n, bad)
+	checkSeqExcept(t, ts, st.StreamID, n, bad)
 	if after, _ := os.ReadFile(dl); !bytes.Equal(before, after) {
 		t.Fatal("the rerun changed the dead-letter file")
 	}
@@ -205,16 +205,16 @@ func TestIngestSkipInvalid(t *testing.T) {
 	if after, _ := os.ReadFile(dl); !bytes.Equal(before, after) {
 		t.Fatal("a rerun changed the dead-letter file")
 	}
-	ingestCheckSeqExcept(t, ts, st.StreamID, n, bad)
+	checkSeqExcept(t, ts, st.StreamID, n, bad)
 }
 
 // TestIngestSkipInvalidPaths: the dead-letter file, rewritten whole, is
 // neither the input nor the state file.
 func TestIngestSkipInvalidPaths(t *testing.T) {
 	ts := servertest.Start(t)
-	file := ingestWriteLines(t, t.TempDir(), "a.jsonl", 3)
+	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
 	for _, dl := range []string{file, file + ".zbstate"} {
-		code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-skip-invalid", dl, file)...)
+		code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-skip-invalid", dl, file)...)
 		if code != cli.ExitUsage || !strings.Contains(errOut, "a path of its own") {
 			t.Fatalf("-skip-invalid %s: exit %d: %s", dl, code, errOut)
 		}

@@ -11,18 +11,18 @@ import (
 	"github.com/zbstream/zbstream/internal/filelock"
 )
 
-// ingestLock is held for a whole run, on the file beside the state file
+// lock is held for a whole run, on the file beside the state file
 // whose name adds ".lock": two runs of one ingestion at once would write
 // the same streams, each resuming them from the other's watermark, and
 // offsets would no longer name the file's calls (issue 25). The operating
 // system releases it when the process ends, however it ends, so a killed
 // run never leaves it behind; the file itself stays, holding the pid of
 // the last run that took it.
-type ingestLock struct{ f *os.File }
+type lock struct{ f *os.File }
 
 // lockIngestState takes the lock of state file path, or says which
 // process has it and what to do.
-func lockIngestState(path string) (*ingestLock, error) {
+func lockIngestState(path string) (*lock, error) {
 	lockPath := path + ".lock"
 	f, err := filelock.Lock(lockPath)
 	if errors.Is(err, filelock.ErrLocked) {
@@ -42,8 +42,8 @@ func lockIngestState(path string) (*ingestLock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &ingestLock{f: f}, nil
+	return &lock{f: f}, nil
 }
 
 // unlock releases the lock.
-func (l *ingestLock) unlock() { l.f.Close() }
+func (l *lock) unlock() { l.f.Close() }

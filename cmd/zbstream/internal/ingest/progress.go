@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// ingestIsTerminal reports whether w is a character device (a terminal), which
+// isTerminal reports whether w is a character device (a terminal), which
 // is what decides between a redrawn progress bar and plain lines. It needs
 // no dependency; /dev/null also counts, and gets the bar, harmlessly.
-func ingestIsTerminal(w io.Writer) bool {
+func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -21,24 +21,24 @@ func ingestIsTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// ingestTracker turns the stream's durable offset into a count of durable
+// tracker turns the stream's durable offset into a count of durable
 // records: it remembers, for every call in flight, the number of records
 // up to and including it, and where its records are in the file.
-type ingestTracker struct {
+type tracker struct {
 	mu      sync.Mutex
-	marks   []ingestMark // calls sent, not yet known durable, in offset order
-	durable ingestMark   // the last call known durable (offset -1: none)
+	marks   []mark // calls sent, not yet known durable, in offset order
+	durable mark   // the last call known durable (offset -1: none)
 }
 
-// ingestMark is call offset: its records are first to last in the file, and
+// mark is call offset: its records are first to last in the file, and
 // records counts the records up to and including them.
-type ingestMark struct {
+type mark struct {
 	offset, records int64
-	first, last     ingestPlace
+	first, last     place
 }
 
 // sent notes that call m was sent.
-func (t *ingestTracker) sent(m ingestMark) {
+func (t *tracker) sent(m mark) {
 	t.mu.Lock()
 	t.marks = append(t.marks, m)
 	t.mu.Unlock()
@@ -46,14 +46,14 @@ func (t *ingestTracker) sent(m ingestMark) {
 
 // update learns that every offset up to w is durable and returns the
 // number of durable records.
-func (t *ingestTracker) update(w int64) int64 {
+func (t *tracker) update(w int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.updateLocked(w)
 	return t.durable.records
 }
 
-func (t *ingestTracker) updateLocked(w int64) {
+func (t *tracker) updateLocked(w int64) {
 	i := 0
 	for i < len(t.marks) && t.marks[i].offset <= w {
 		t.durable = t.marks[i]
@@ -67,7 +67,7 @@ func (t *ingestTracker) updateLocked(w int64) {
 
 // around returns the last call durable once offsets up to w are, and the
 // call after it if it was sent (nil otherwise).
-func (t *ingestTracker) around(w int64) (ingestMark, *ingestMark) {
+func (t *tracker) around(w int64) (mark, *mark) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.updateLocked(w)
@@ -78,9 +78,9 @@ func (t *ingestTracker) around(w int64) (ingestMark, *ingestMark) {
 	return t.durable, nil
 }
 
-// ingestProgress reports ingestion: a bar redrawn in place on a terminal, plain
+// progress reports ingestion: a bar redrawn in place on a terminal, plain
 // lines every interval otherwise.
-type ingestProgress struct {
+type progress struct {
 	w        io.Writer
 	tty      bool
 	interval time.Duration
@@ -95,8 +95,8 @@ type ingestProgress struct {
 	drew bool // a bar is on the line
 }
 
-func newIngestProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *ingestProgress {
-	p := &ingestProgress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
+func newIngestProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
+	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
 		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if tty && interval > 0 {
 		p.interval = 200 * time.Millisecond
@@ -109,7 +109,7 @@ func newIngestProgress(w io.Writer, tty bool, interval time.Duration, total, bas
 	return p
 }
 
-func (p *ingestProgress) run() {
+func (p *progress) run() {
 	defer close(p.done)
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -123,13 +123,13 @@ func (p *ingestProgress) run() {
 	}
 }
 
-func (p *ingestProgress) report() {
+func (p *progress) report() {
 	n := p.durable()
 	el := time.Since(p.start)
 	rate := float64(n-p.base) / el.Seconds()
 	eta := "?"
 	if rate > 0 {
-		eta = ingestFmtDuration(time.Duration(float64(p.total-n) / rate * float64(time.Second)))
+		eta = fmtDuration(time.Duration(float64(p.total-n) / rate * float64(time.Second)))
 	}
 	pct := 100.0
 	if p.total > 0 {
@@ -144,15 +144,15 @@ func (p *ingestProgress) report() {
 		if fill > 0 && fill < width {
 			bar = strings.Repeat("=", fill-1) + ">" + strings.Repeat(" ", width-fill)
 		}
-		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%s  %s rec/s  ETA %s", bar, pct, n, ingestPlural(p.total, "record"), ingestFmtRate(rate), eta)
+		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%s  %s rec/s  ETA %s", bar, pct, n, plural(p.total, "record"), fmtRate(rate), eta)
 		p.drew = true
 		return
 	}
-	fmt.Fprintf(p.w, "ingest: %d/%s durable (%.1f%%), %s rec/s, ETA %s\n", n, ingestPlural(p.total, "record"), pct, ingestFmtRate(rate), eta)
+	fmt.Fprintf(p.w, "ingest: %d/%s durable (%.1f%%), %s rec/s, ETA %s\n", n, plural(p.total, "record"), pct, fmtRate(rate), eta)
 }
 
 // end stops the reports and clears the bar.
-func (p *ingestProgress) end() {
+func (p *progress) end() {
 	if p == nil {
 		return
 	}
@@ -170,7 +170,7 @@ func (p *ingestProgress) end() {
 	}
 }
 
-func ingestFmtRate(r float64) string {
+func fmtRate(r float64) string {
 	switch {
 	case r >= 1e6:
 		return fmt.Sprintf("%.1fM", r/1e6)
@@ -180,15 +180,15 @@ func ingestFmtRate(r float64) string {
 	return fmt.Sprintf("%.0f", r)
 }
 
-func ingestFmtDuration(d time.Duration) string {
+func fmtDuration(d time.Duration) string {
 	if d < time.Second {
 		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
 }
 
-// ingestPlural says n things: "1 record", "2 records", "0 calls".
-func ingestPlural(n int64, thing string) string {
+// plural says n things: "1 record", "2 records", "0 calls".
+func plural(n int64, thing string) string {
 	if n == 1 {
 		return "1 " + thing
 	}

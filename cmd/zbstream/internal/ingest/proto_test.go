@@ -20,10 +20,10 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// ingestTestMessage builds message zbtest.Event {int64 seq = 1; string name = 2;
+// testMessage builds message zbtest.Event {int64 seq = 1; string name = 2;
 // Inner inner = 3; message Inner {bool ok = 1;}} and writes its
 // FileDescriptorSet to dir.
-func ingestTestMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, string) {
+func testMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor, string) {
 	t.Helper()
 	opt := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()
 	fdp := &descriptorpb.FileDescriptorProto{
@@ -68,9 +68,9 @@ func ingestTestMessage(t *testing.T, dir string) (protoreflect.MessageDescriptor
 	return fd.Messages().ByName("Event"), path
 }
 
-// ingestWriteProtoRecords writes n length-delimited zbtest.Event records and
+// writeProtoRecords writes n length-delimited zbtest.Event records and
 // returns the file's path and the records.
-func ingestWriteProtoRecords(t *testing.T, dir string, md protoreflect.MessageDescriptor, n int) (string, [][]byte) {
+func writeProtoRecords(t *testing.T, dir string, md protoreflect.MessageDescriptor, n int) (string, [][]byte) {
 	t.Helper()
 	var file bytes.Buffer
 	var recs [][]byte
@@ -104,18 +104,18 @@ func TestIngestProto(t *testing.T) {
 	ts := servertest.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	md, set := ingestTestMessage(t, dir)
-	file, recs := ingestWriteProtoRecords(t, dir, md, 500)
-	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", "-batch-size", "16", file)
+	md, set := testMessage(t, dir)
+	file, recs := writeProtoRecords(t, dir, md, 500)
+	args := append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", "-batch-size", "16", file)
 	code, out, _ := runIngestCmd(ctx, t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "done: 500 records") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	st := ingestReadState(t, file+".zbstate")
-	if st.Format != ingestFormatProto || st.ProtoMessage != "zbtest.Event" || st.Batches != 32 {
+	st := readState(t, file+".zbstate")
+	if st.Format != formatProto || st.ProtoMessage != "zbtest.Event" || st.Batches != 32 {
 		t.Fatalf("state %+v", st)
 	}
-	got := ingestStored(t, ts, st.StreamID)
+	got := stored(t, ts, st.StreamID)
 	if len(got) != len(recs) {
 		t.Fatalf("server holds %d records, want %d", len(got), len(recs))
 	}
@@ -138,7 +138,7 @@ func TestIngestProto(t *testing.T) {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
 	// The same state with JSON flags: refused.
-	code, _, errOut := runIngestCmd(ctx, t, append(ingestServerArgs(ts), file)...)
+	code, _, errOut := runIngestCmd(ctx, t, append(serverArgs(ts), file)...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "was made for protobuf-delimited input") {
 		t.Fatalf("format mismatch: exit %d: %s", code, errOut)
 	}
@@ -147,8 +147,8 @@ func TestIngestProto(t *testing.T) {
 func TestIngestProtoMalformed(t *testing.T) {
 	ts := servertest.Start(t)
 	dir := t.TempDir()
-	md, set := ingestTestMessage(t, dir)
-	file, recs := ingestWriteProtoRecords(t, dir, md, 10)
+	md, set := testMessage(t, dir)
+	file, recs := writeProtoRecords(t, dir, md, 10)
 	full, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -169,29 +169,29 @@ func TestIngestProtoMalformed(t *testing.T) {
 			if err := os.WriteFile(path, tc.content, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", path)...)
+			code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event", path)...)
 			if code != cli.ExitInput || !strings.Contains(errOut, tc.msg) {
 				t.Fatalf("exit %d: %s\nwant %s", code, errOut, tc.msg)
 			}
 		})
 	}
-	if c := ingestStreamCount(t, ts); c != 0 {
+	if c := streamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 	// An unknown message, a missing descriptor set.
-	code, _, errOut := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Nope", file)...)
+	code, _, errOut := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Nope", file)...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "no such message") {
 		t.Fatalf("unknown message: exit %d: %s", code, errOut)
 	}
-	code, _, _ = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
+	code, _, _ = runIngestCmd(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", filepath.Join(dir, "nope.pb"), "-proto-message", "zbtest.Event", file)...)
 	if code != cli.ExitInput {
 		t.Fatalf("missing descriptor set: exit %d", code)
 	}
-	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
+	code, _, errOut = runIngestCmd(context.Background(), t, append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Outer", file)...)
 	if code != cli.ExitUsage || !strings.Contains(errOut, "field zbtest.Outer.event refers to zbtest.Event, which is not nested in zbtest.Outer") {
 		t.Fatalf("message not self-contained: exit %d: %s", code, errOut)
 	}
-	if c := ingestStreamCount(t, ts); c != 0 {
+	if c := streamCount(t, ts); c != 0 {
 		t.Fatalf("server has %d streams: something was sent", c)
 	}
 }
@@ -201,13 +201,13 @@ func TestIngestProtoMalformed(t *testing.T) {
 func TestIngestProtoInterrupt(t *testing.T) {
 	ts := servertest.Start(t)
 	dir := t.TempDir()
-	md, set := ingestTestMessage(t, dir)
-	file, recs := ingestWriteProtoRecords(t, dir, md, 6000)
-	args := append(ingestServerArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event",
+	md, set := testMessage(t, dir)
+	file, recs := writeProtoRecords(t, dir, md, 6000)
+	args := append(serverArgs(ts), "-proto-descriptor-set", set, "-proto-message", "zbtest.Event",
 		"-batch-size", "2", "-max-inflight", "8", "-progress", "5ms", file)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &ingestCancelOnProgress{cancel: cancel}
+	w := &cancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
 	if code := cmds.Run(ctx, append([]string{"ingest"}, args...), &out, w); code != cli.ExitInterrupted {
 		t.Fatalf("exit %d, want %d\n%s%s", code, cli.ExitInterrupted, out.String(), w.buf.String())
@@ -216,7 +216,7 @@ func TestIngestProtoInterrupt(t *testing.T) {
 	if code != cli.ExitOK || !strings.Contains(stdout, "from watermark") {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
-	got := ingestStored(t, ts, ingestReadState(t, file+".zbstate").StreamID)
+	got := stored(t, ts, readState(t, file+".zbstate").StreamID)
 	if len(got) != len(recs) {
 		t.Fatalf("server holds %d records, want %d", len(got), len(recs))
 	}

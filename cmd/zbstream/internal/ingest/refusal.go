@@ -10,7 +10,7 @@ import (
 	"github.com/zbstream/zbstream/core"
 )
 
-// ingestPin is the part of the input the server holds, saved in the state
+// pin is the part of the input the server holds, saved in the state
 // file when the server refused a call for good: the first Calls calls
 // (offsets 0..Calls-1), Records records ending with record or line Last,
 // at byte Bytes of the file, whose bytes hash to SHA256.
@@ -22,7 +22,7 @@ import (
 // calls after the pin afresh from the new content. A cut at Records (in
 // the state's Cuts) ends a call there whatever comes next, so the calls
 // the server holds keep their offsets.
-type ingestPin struct {
+type pin struct {
 	Calls   int64  `json:"calls"`
 	Records int64  `json:"records"`
 	Last    int64  `json:"last"`
@@ -30,10 +30,10 @@ type ingestPin struct {
 	SHA256  string `json:"sha256"`
 }
 
-// ingestRefused reports whether err is the server refusing the stream for
+// refused reports whether err is the server refusing the stream for
 // good (no reconnect can help): not a retryable connection failure, not a
 // retry budget spent.
-func ingestRefused(err error) (*zbstream.ConnectionError, bool) {
+func refused(err error) (*zbstream.ConnectionError, bool) {
 	var ce *zbstream.ConnectionError
 	if !errors.As(err, &ce) || ce.Retryable() {
 		return nil, false
@@ -47,9 +47,9 @@ func ingestRefused(err error) (*zbstream.ConnectionError, bool) {
 
 // refused turns the server's refusal of a call into a message that names
 // the records of the call, pins the part of the file the server holds (so
-// that a corrected file can go on, see ingestPin) and says what to do.
+// that a corrected file can go on, see pin) and says what to do.
 // durable is the last call the server holds.
-func (r *ingestRun) refused(err error, ce *zbstream.ConnectionError, durable int64) error {
+func (r *run) refused(err error, ce *zbstream.ConnectionError, durable int64) error {
 	held, call := r.tr.around(durable)
 	st := r.st
 	what := fmt.Sprintf("the server refused call %d of %d for good", durable+1, st.Batches)
@@ -60,7 +60,7 @@ func (r *ingestRun) refused(err error, ce *zbstream.ConnectionError, durable int
 	if held.offset >= 0 {
 		after = "after " + r.src.records(held.last.n, held.last.n)
 	}
-	pin := &ingestPin{Calls: held.offset + 1, Records: held.records, Last: held.last.n, Bytes: held.last.end}
+	pin := &pin{Calls: held.offset + 1, Records: held.records, Last: held.last.n, Bytes: held.last.end}
 	sum, herr := r.src.prefixSHA256(pin.Bytes)
 	if herr == nil {
 		pin.SHA256 = sum
@@ -77,12 +77,12 @@ func (r *ingestRun) refused(err error, ce *zbstream.ConnectionError, durable int
 		todo = fmt.Sprintf("the state file could not record where to go on (%v): restore %s as it was before running again", herr, r.src.path)
 	case ce.Code != core.CodeInvalidArgument:
 		todo = fmt.Sprintf("once the cause is fixed, run the same command again: it keeps the %s stream %s holds and goes on %s",
-			ingestPlural(held.records, "record"), st.StreamID, after)
+			plural(held.records, "record"), st.StreamID, after)
 	case held.offset < 0:
 		todo = fmt.Sprintf("correct or remove the refused records and run the same command again: stream %s holds nothing yet", st.StreamID)
 	default:
 		todo = fmt.Sprintf("correct or remove the refused records, leaving everything up to %s as it is, and run the same command again: it keeps the %s stream %s holds and goes on %s",
-			r.src.describe(held.last.n, held.last.n), ingestPlural(held.records, "record"), st.StreamID, after)
+			r.src.describe(held.last.n, held.last.n), plural(held.records, "record"), st.StreamID, after)
 	}
 	err = core.Errorf("%s: %w; %s", what, err, todo)
 	if ce.Code == core.CodeInvalidArgument {

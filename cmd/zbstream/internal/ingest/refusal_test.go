@@ -24,13 +24,13 @@ import (
 func TestIngestRefusedCall(t *testing.T) {
 	ts := servertest.Start(t)
 	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 5, Code: codes.InvalidArgument, Message: "record 3 of the batch: column seq out of range"})
-	file := ingestWriteLines(t, t.TempDir(), "events.jsonl", 200)
-	args := append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", file)
+	file := writeLines(t, t.TempDir(), "events.jsonl", 200)
+	args := append(serverArgs(ts), "-batch-size", "10", "-max-inflight", "1", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitInput {
 		t.Fatalf("exit %d, want %d: %s", code, cli.ExitInput, errOut)
 	}
-	// Line numbers: ingestWriteLines puts two blank lines after {"seq":5}.
+	// Line numbers: writeLines puts two blank lines after {"seq":5}.
 	for _, want := range []string{"the server refused call 5 of 20 for good (lines 53-62 of " + file + ")", "column seq out of range",
 		"correct or remove the refused records, leaving everything up to line 52 of " + file + " as it is", "goes on after line 52"} {
 		if !strings.Contains(errOut, want) {
@@ -38,7 +38,7 @@ func TestIngestRefusedCall(t *testing.T) {
 		}
 	}
 	clitest.WantPrefixOnce(t, errOut)
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if st.Pin == nil || st.Pin.Calls != 5 || st.Pin.Records != 50 || fmt.Sprint(st.Cuts) != "[50]" {
 		t.Fatalf("state pin %+v, cuts %v", st.Pin, st.Cuts)
 	}
@@ -65,7 +65,7 @@ func TestIngestRefusedCall(t *testing.T) {
 		!strings.Contains(stdout, "sent 149 records in 15 calls from watermark 4 (50 records already on the server)") {
 		t.Fatalf("rerun: exit %d: %s%s", code, stdout, errOut)
 	}
-	recs := ingestStored(t, ts, st.StreamID)
+	recs := stored(t, ts, st.StreamID)
 	var got []string
 	for _, r := range recs {
 		got = append(got, string(r))
@@ -99,28 +99,28 @@ func TestIngestRefusedFirstCall(t *testing.T) {
 	ts := servertest.Start(t)
 	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 0, Code: codes.InvalidArgument, Message: "bad"})
 	dir := t.TempDir()
-	file := ingestWriteLines(t, dir, "events.jsonl", 30)
-	args := append(ingestServerArgs(ts), "-batch-size", "10", file)
+	file := writeLines(t, dir, "events.jsonl", 30)
+	args := append(serverArgs(ts), "-batch-size", "10", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "refused call 0 of 3 for good (lines 1-12 of") || !strings.Contains(errOut, "holds nothing yet") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	ingestWriteLines(t, dir, "events.jsonl", 25)
+	writeLines(t, dir, "events.jsonl", 25)
 	if code, stdout, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(stdout, "done: 25 records") {
 		t.Fatalf("rerun: exit %d: %s", code, stdout)
 	}
-	ingestCheckSeq(t, ts, ingestReadState(t, file+".zbstate").StreamID, 25)
+	checkSeq(t, ts, readState(t, file+".zbstate").StreamID, 25)
 
 	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDrop, After: 1, Code: codes.PermissionDenied, Message: "grant revoked"})
-	other := ingestWriteLines(t, dir, "other.jsonl", 30)
-	code, _, errOut = runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", "-max-inflight", "1", other)...)
+	other := writeLines(t, dir, "other.jsonl", 30)
+	code, _, errOut = runIngestCmd(context.Background(), t, append(serverArgs(ts), "-batch-size", "10", "-max-inflight", "1", other)...)
 	if code != cli.ExitAuth || !strings.Contains(errOut, "refused call 1 of 3 for good") || !strings.Contains(errOut, "once the cause is fixed, run the same command again") {
 		t.Fatalf("permission denied: exit %d: %s", code, errOut)
 	}
-	if code, _, _ := runIngestCmd(context.Background(), t, append(ingestServerArgs(ts), "-batch-size", "10", other)...); code != cli.ExitOK {
+	if code, _, _ := runIngestCmd(context.Background(), t, append(serverArgs(ts), "-batch-size", "10", other)...); code != cli.ExitOK {
 		t.Fatalf("rerun: exit %d", code)
 	}
-	ingestCheckSeq(t, ts, ingestReadState(t, other+".zbstate").StreamID, 30)
+	checkSeq(t, ts, readState(t, other+".zbstate").StreamID, 30)
 }
 
 // TestIngestRefusedCut: the call before the refused one ended because
@@ -136,8 +136,8 @@ func TestIngestRefusedCut(t *testing.T) {
 	// Batches of at most 40 bytes as sent (a small record takes 11):
 	// call 0 is lines 1-3, call 1 line 4 alone (line 5 does not fit),
 	// call 2 line 5.
-	file := ingestWriteMixed(t, dir, 10, map[int]string{4: big})
-	args := append(ingestServerArgs(ts), "-batch-size", "3", "-batch-bytes", "40", "-max-inflight", "1", file)
+	file := writeMixed(t, dir, 10, map[int]string{4: big})
+	args := append(serverArgs(ts), "-batch-size", "3", "-batch-bytes", "40", "-max-inflight", "1", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitInput || !strings.Contains(errOut, "refused call 2 of 5 for good (line 5 of") {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -149,8 +149,8 @@ func TestIngestRefusedCut(t *testing.T) {
 	if code, stdout, errOut := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(stdout, "done: 10 records") {
 		t.Fatalf("rerun: exit %d: %s%s", code, stdout, errOut)
 	}
-	st := ingestReadState(t, file+".zbstate")
-	ingestCheckSeq(t, ts, st.StreamID, 10)
+	st := readState(t, file+".zbstate")
+	checkSeq(t, ts, st.StreamID, 10)
 	if batches, _ := ts.Records(context.Background(), st.StreamID); len(batches[1].Records) != 1 {
 		t.Fatalf("call 1 holds %d records, want 1", len(batches[1].Records))
 	}
@@ -169,5 +169,5 @@ func TestIngestRefusedCut(t *testing.T) {
 	if code != cli.ExitInput || !strings.Contains(errOut, "past the 2 calls pinned") {
 		t.Fatalf("a change after progress past the pin: exit %d: %s", code, errOut)
 	}
-	ingestCheckSeq(t, ts, st.StreamID, 10)
+	checkSeq(t, ts, st.StreamID, 10)
 }

@@ -20,7 +20,7 @@ import (
 // goes to the table its field names, through a writer.Writer with at
 // most -max-open-streams streams open, one persistent stream per table.
 // st is the state file loaded, or nil.
-func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Client, src ingestSource, st *ingestState, start time.Time, stdout, stderr io.Writer) error {
+func runIngestRouted(ctx context.Context, f *flags, client *zbstream.Client, src source, st *state, start time.Time, stdout, stderr io.Writer) error {
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
 	if st != nil {
 		switch {
@@ -32,18 +32,18 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 			return cli.UsageErr("state file %s was made for %s input, not %s", f.state, st.Format, src.format)
 		}
 		if f.batchSet && (st.BatchRecords != batchRecords || st.BatchBytes != batchBytes) {
-			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", ingestPlural(int64(st.BatchRecords), "record"), st.BatchBytes)
+			fmt.Fprintf(stderr, "ingest: continuing with the state file's batches of %s and %d bytes\n", plural(int64(st.BatchRecords), "record"), st.BatchBytes)
 		}
 		batchRecords, batchBytes = st.BatchRecords, st.BatchBytes
 	}
-	aside, skip, err := ingestInvalidHandling(f, st, src)
+	aside, skip, err := invalidHandling(f, st, src)
 	if err != nil {
 		return err
 	}
 	defer aside.abort()
-	b, info, err := ingestRouted(ctx, src, f.tableField, batchRecords, batchBytes, true, skip, func(*ingestRoutedCall) error { return nil })
+	b, info, err := routed(ctx, src, f.tableField, batchRecords, batchBytes, true, skip, func(*routedCall) error { return nil })
 	if err != nil {
-		return ingestInterrupted(ctx, err)
+		return interrupted(ctx, err)
 	}
 	scanned := time.Since(start)
 	if st != nil {
@@ -52,16 +52,16 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 		}
 		for table, c := range b.counts {
 			if ts := st.Tables[table]; ts == nil || ts.Records != c.Records || ts.Batches != c.Batches {
-				return ingestInputErr("state file %s: table %s's records in %s differ from those the state file names", f.state, table, src.path)
+				return inputErr("state file %s: table %s's records in %s differ from those the state file names", f.state, table, src.path)
 			}
 		}
 		if st.Done {
 			fmt.Fprintf(stdout, "ingest: %s is already done: %s into %s (state %s); nothing sent\n",
-				f.file, ingestPlural(st.Records, "record"), ingestPlural(int64(len(st.Tables)), "table"), f.state)
+				f.file, plural(st.Records, "record"), plural(int64(len(st.Tables)), "table"), f.state)
 			return nil
 		}
 	} else {
-		if st, err = ingestNewState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
+		if st, err = newState(f, src, info, aside, batchRecords, batchBytes, stdout, stderr); st == nil {
 			return err
 		}
 		st.TableField, st.Tables = f.tableField, b.counts
@@ -76,28 +76,28 @@ func runIngestRouted(ctx context.Context, f *ingestFlags, client *zbstream.Clien
 			return cli.WithCode(cli.ExitFailure, err)
 		}
 	}
-	r := &ingestRoutedRun{f: f, st: st, src: src, store: &ingestStateStore{st: st, path: f.state},
+	r := &ingestRoutedRun{f: f, st: st, src: src, store: &stateStore{st: st, path: f.state},
 		stdout: stdout, stderr: stderr, start: start, scanned: scanned,
-		wm: map[string]int64{}, failed: map[string]*ingestRoutedFailure{}}
+		wm: map[string]int64{}, failed: map[string]*routedFailure{}}
 	return r.run(ctx, client)
 }
 
 // ingestRoutedRun sends a file's calls, every table's from the one after
 // its watermark, and closes the streams.
 type ingestRoutedRun struct {
-	f              *ingestFlags
-	st             *ingestState
-	src            ingestSource
-	store          *ingestStateStore
+	f              *flags
+	st             *state
+	src            source
+	store          *stateStore
 	w              *writer.Writer
 	stdout, stderr io.Writer
 	start          time.Time
 	scanned        time.Duration
 
-	tr     ingestRoutedTracker
-	wm     map[string]int64                // each table's watermark, learned at its first call
-	failed map[string]*ingestRoutedFailure // tables failed in this run
-	sent   int64                           // calls sent
+	tr     routedTracker
+	wm     map[string]int64          // each table's watermark, learned at its first call
+	failed map[string]*routedFailure // tables failed in this run
+	sent   int64                     // calls sent
 }
 
 func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) error {
@@ -111,7 +111,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	r.w = w
-	prog := newIngestProgress(r.stderr, ingestIsTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
+	prog := newIngestProgress(r.stderr, isTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
 	sendErr := r.send(ctx)
 	if sendErr == nil {
 		// Every call is sent: wait until it is durable, Ctrl-C still heard.
@@ -130,7 +130,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 	durable := r.tr.durable()
 	switch {
 	case ctx.Err() != nil:
-		msg := fmt.Sprintf("interrupted: %d of %s durable; run the same command again to continue", durable, ingestPlural(r.st.Records, "record"))
+		msg := fmt.Sprintf("interrupted: %d of %s durable; run the same command again to continue", durable, plural(r.st.Records, "record"))
 		if closeErr != nil {
 			msg += fmt.Sprintf(" (close: %v)", core.Unprefixed(closeErr))
 		}
@@ -150,19 +150,19 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 	sent := durable - r.tr.onServerRecords()
 	aside := ""
 	if n := len(st.Skipped); n > 0 {
-		aside = fmt.Sprintf(", %s set aside in %s", ingestPlural(int64(n), "record"), st.DeadLetters)
+		aside = fmt.Sprintf(", %s set aside in %s", plural(int64(n), "record"), st.DeadLetters)
 	}
 	fmt.Fprintf(r.stdout, "ingest: done: %s of %s into %s by field %q%s; sent %s in %s (%s already on the server), streams created %d, resumed %d, closed for another table %d, in %s (%s checking the file; %s rec/s)\n",
-		ingestPlural(st.Records, "record"), f.file, ingestPlural(int64(len(st.Tables)), "table"), st.TableField, aside,
-		ingestPlural(sent, "record"), ingestPlural(r.sent, "call"), ingestPlural(r.tr.onServerRecords(), "record"),
+		plural(st.Records, "record"), f.file, plural(int64(len(st.Tables)), "table"), st.TableField, aside,
+		plural(sent, "record"), plural(r.sent, "call"), plural(r.tr.onServerRecords(), "record"),
 		ws.Creates, ws.Resumes, ws.Evictions,
-		ingestFmtDuration(el), ingestFmtDuration(r.scanned), ingestFmtRate(float64(sent)/(el-r.scanned).Seconds()))
+		fmtDuration(el), fmtDuration(r.scanned), fmtRate(float64(sent)/(el-r.scanned).Seconds()))
 	return nil
 }
 
 // send sends every table's calls after its watermark, in file order.
 func (r *ingestRoutedRun) send(ctx context.Context) error {
-	_, _, err := ingestRouted(ctx, r.src, r.st.TableField, r.st.BatchRecords, r.st.BatchBytes, false, ingestSameSkips(r.st, r.src), func(c *ingestRoutedCall) error {
+	_, _, err := routed(ctx, r.src, r.st.TableField, r.st.BatchRecords, r.st.BatchBytes, false, sameSkips(r.st, r.src), func(c *routedCall) error {
 		return r.call(ctx, c)
 	})
 	return err
@@ -171,7 +171,7 @@ func (r *ingestRoutedRun) send(ctx context.Context) error {
 // call sends c unless its table's stream holds it already or the table
 // failed in this run. A table that fails is noted and left; only an
 // interruption or a stream that disagrees with the file ends the run.
-func (r *ingestRoutedRun) call(ctx context.Context, c *ingestRoutedCall) error {
+func (r *ingestRoutedRun) call(ctx context.Context, c *routedCall) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (r *ingestRoutedRun) call(ctx context.Context, c *ingestRoutedCall) error {
 		}
 		if n := r.st.Tables[c.table].Batches; wm >= n {
 			return cli.WithCode(cli.ExitFailure, fmt.Errorf("table %s: its stream holds calls up to %d, but %s has only %s for it: the stream does not belong to this file",
-				c.table, wm, r.src.path, ingestPlural(n, "call")))
+				c.table, wm, r.src.path, plural(n, "call")))
 		}
 		r.wm[c.table] = wm
 	}
@@ -206,18 +206,18 @@ func (r *ingestRoutedRun) call(ctx context.Context, c *ingestRoutedCall) error {
 	return nil
 }
 
-// ingestRoutedFailure is why a table failed in a run, and at which call
+// routedFailure is why a table failed in a run, and at which call
 // (nil: found failed after every call was sent).
-type ingestRoutedFailure struct {
+type routedFailure struct {
 	err  error
-	call *ingestRoutedCall
+	call *routedCall
 }
 
 // tableFailed notes that c's table failed with err and goes on with the
 // other tables, unless err ends the run: the interruption, or an open
 // refused for a reason that no table escapes (an unreachable server,
 // refused credentials), which a rerun continues.
-func (r *ingestRoutedRun) tableFailed(ctx context.Context, c *ingestRoutedCall, err error) error {
+func (r *ingestRoutedRun) tableFailed(ctx context.Context, c *routedCall, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -226,7 +226,7 @@ func (r *ingestRoutedRun) tableFailed(ctx context.Context, c *ingestRoutedCall, 
 		(ce.Code == core.CodeUnavailable || ce.Code == core.CodeDeadlineExceeded || ce.Code == core.CodeUnauthenticated) {
 		return r.f.clientErr(core.Errorf("%w (run the same command again to continue)", err))
 	}
-	r.failed[c.table] = &ingestRoutedFailure{err: err, call: c}
+	r.failed[c.table] = &routedFailure{err: err, call: c}
 	fmt.Fprintf(r.stderr, "ingest: %v (%s); the other tables go on\n", core.Unprefixed(err), r.src.describe(c.first.n, c.last.n))
 	return nil
 }
@@ -239,13 +239,13 @@ func (r *ingestRoutedRun) noteFailed(err error) {
 	}
 	for _, te := range r.w.Failed() {
 		if f := r.failed[te.Table]; f == nil {
-			r.failed[te.Table] = &ingestRoutedFailure{err: te}
+			r.failed[te.Table] = &routedFailure{err: te}
 		} else {
 			f.err = te // the stream's failure says more than the call's
 		}
 	}
 	if len(r.failed) == 0 { // a flush that timed out: no table failed for good
-		r.failed[""] = &ingestRoutedFailure{err: err}
+		r.failed[""] = &routedFailure{err: err}
 	}
 }
 
@@ -274,5 +274,5 @@ func (r *ingestRoutedRun) failures() error {
 		}
 	}
 	return cli.WithCode(code, fmt.Errorf("%s failed, the others are done:\n%s%s\nonce the cause is fixed, run the same command again: it continues each table after what the server holds",
-		ingestPlural(int64(len(lines)), "table"), strings.Join(lines, "\n"), hint))
+		plural(int64(len(lines)), "table"), strings.Join(lines, "\n"), hint))
 }

@@ -13,39 +13,39 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-// ingestRouter hands on the records of r and notes each one's table, the
+// router hands on the records of r and notes each one's table, the
 // top-level string field of the record named field. A record without a
-// usable table is an *ingestInvalidRecord, as one the server would refuse:
+// usable table is an *invalidRecord, as one the server would refuse:
 // it ends the run before anything is sent, or is set aside
 // (-skip-invalid).
-type ingestRouter struct {
-	r     ingestRecordReader
+type router struct {
+	r     recordReader
 	path  string
 	field string
 	table string // of the record last returned
 }
 
-func (r *ingestRouter) place() ingestPlace { return r.r.place() }
+func (r *router) place() place { return r.r.place() }
 
-func (r *ingestRouter) next() ([]byte, error) {
+func (r *router) next() ([]byte, error) {
 	rec, err := r.r.next()
 	if err != nil {
 		return nil, err
 	}
-	table, reason := ingestTableOf(rec, r.field)
+	table, reason := tableOf(rec, r.field)
 	if reason != "" {
 		at := r.r.place()
-		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s:%d", r.path, at.n), place: at, reason: reason, record: rec}
+		return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", r.path, at.n), place: at, reason: reason, record: rec}
 	}
 	r.table = table
 	return rec, nil
 }
 
-// ingestTableOf returns the table named by rec's top-level field field,
+// tableOf returns the table named by rec's top-level field field,
 // or why there is none: no such field, one that is not a string, one
 // given twice, or a string that is not catalog.schema.table. rec is a
 // valid JSON object (the server's rules were checked first).
-func ingestTableOf(rec []byte, field string) (table, reason string) {
+func tableOf(rec []byte, field string) (table, reason string) {
 	dec := json.NewDecoder(bytes.NewReader(rec))
 	if _, err := dec.Token(); err != nil { // the object's '{'
 		return "", fmt.Sprintf("no table: %v", err)
@@ -88,54 +88,54 @@ func ingestTableOf(rec []byte, field string) (table, reason string) {
 	return table, ""
 }
 
-// ingestRoutedCall is call k of a table: its records, their size as sent,
+// routedCall is call k of a table: its records, their size as sent,
 // and where its first and last records are in the file.
-type ingestRoutedCall struct {
+type routedCall struct {
 	table       string
 	k           int64
 	records     [][]byte
 	size        int64
-	first, last ingestPlace
+	first, last place
 }
 
-// ingestRoutedBatcher groups each table's records into calls, as
-// ingestBatcher does for one table, and counts every table's records and
+// routedBatcher groups each table's records into calls, as
+// batcher does for one table, and counts every table's records and
 // calls: a table's call k is always the same records, whatever the other
 // tables' records around them, so offset k of the table's stream names
 // its place in the file.
-type ingestRoutedBatcher struct {
+type routedBatcher struct {
 	maxRecords int
 	maxBytes   int64
-	open       map[string]*ingestRoutedCall // the call being filled, per table
-	counts     map[string]*ingestTableState // records and calls so far, per table
+	open       map[string]*routedCall // the call being filled, per table
+	counts     map[string]*tableState // records and calls so far, per table
 }
 
-func newIngestRoutedBatcher(maxRecords int, maxBytes int64) *ingestRoutedBatcher {
-	return &ingestRoutedBatcher{maxRecords: maxRecords, maxBytes: maxBytes,
-		open: map[string]*ingestRoutedCall{}, counts: map[string]*ingestTableState{}}
+func newIngestRoutedBatcher(maxRecords int, maxBytes int64) *routedBatcher {
+	return &routedBatcher{maxRecords: maxRecords, maxBytes: maxBytes,
+		open: map[string]*routedCall{}, counts: map[string]*tableState{}}
 }
 
 // add adds table's record rec, at at, and returns the calls it completes
 // (none, or the one rec does not fit in, or rec's own when it fills it).
-func (b *ingestRoutedBatcher) add(table string, rec []byte, at ingestPlace) []*ingestRoutedCall {
-	var done []*ingestRoutedCall
+func (b *routedBatcher) add(table string, rec []byte, at place) []*routedCall {
+	var done []*routedCall
 	c := b.open[table]
-	if c != nil && c.size+ingestFramed(rec) > b.maxBytes {
+	if c != nil && c.size+framed(rec) > b.maxBytes {
 		done = append(done, c)
 		c = nil
 	}
 	if c == nil {
 		cnt := b.counts[table]
 		if cnt == nil {
-			cnt = &ingestTableState{}
+			cnt = &tableState{}
 			b.counts[table] = cnt
 		}
-		c = &ingestRoutedCall{table: table, k: cnt.Batches, first: at}
+		c = &routedCall{table: table, k: cnt.Batches, first: at}
 		cnt.Batches++
 		b.open[table] = c
 	}
 	c.records = append(c.records, rec)
-	c.size += ingestFramed(rec)
+	c.size += framed(rec)
 	c.last = at
 	b.counts[table].Records++
 	if len(c.records) == b.maxRecords {
@@ -150,54 +150,54 @@ func (b *ingestRoutedBatcher) add(table string, rec []byte, at ingestPlace) []*i
 
 // rest returns the calls still being filled at the end of the file,
 // ordered by table.
-func (b *ingestRoutedBatcher) rest() []*ingestRoutedCall {
-	out := make([]*ingestRoutedCall, 0, len(b.open))
+func (b *routedBatcher) rest() []*routedCall {
+	out := make([]*routedCall, 0, len(b.open))
 	for _, c := range b.open {
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, c *ingestRoutedCall) int { return strings.Compare(a.table, c.table) })
+	slices.SortFunc(out, func(a, c *routedCall) int { return strings.Compare(a.table, c.table) })
 	clear(b.open)
 	return out
 }
 
-// ingestRouted reads src's records in order, each with its table, and
+// routed reads src's records in order, each with its table, and
 // gives every completed call to each; skip decides on the records that
-// cannot be sent (see ingestSkipper). It returns the batcher, whose counts
+// cannot be sent (see skipper). It returns the batcher, whose counts
 // then hold every table's records and calls.
-func ingestRouted(ctx context.Context, src ingestSource, field string, maxRecords int, maxBytes int64, withHash bool,
-	skip func(*ingestInvalidRecord) error, each func(*ingestRoutedCall) error) (*ingestRoutedBatcher, ingestFileInfo, error) {
+func routed(ctx context.Context, src source, field string, maxRecords int, maxBytes int64, withHash bool,
+	skip func(*invalidRecord) error, each func(*routedCall) error) (*routedBatcher, fileInfo, error) {
 	rr, h, cr, closeFile, err := src.open(withHash)
 	if err != nil {
-		return nil, ingestFileInfo{}, err
+		return nil, fileInfo{}, err
 	}
 	defer closeFile()
-	router := &ingestRouter{r: rr, path: src.path, field: field}
-	r := &ingestSkipper{r: router, skip: skip}
+	router := &router{r: rr, path: src.path, field: field}
+	r := &skipper{r: router, skip: skip}
 	b := newIngestRoutedBatcher(maxRecords, maxBytes)
-	var info ingestFileInfo
+	var info fileInfo
 	for {
 		rec, err := r.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, ingestFileInfo{}, err
+			return nil, fileInfo{}, err
 		}
 		info.records++
 		for _, c := range b.add(router.table, rec, r.place()) {
 			info.batches++
 			if err := each(c); err != nil {
-				return nil, ingestFileInfo{}, err
+				return nil, fileInfo{}, err
 			}
 		}
 		if info.records%1024 == 0 && ctx.Err() != nil {
-			return nil, ingestFileInfo{}, context.Cause(ctx)
+			return nil, fileInfo{}, context.Cause(ctx)
 		}
 	}
 	for _, c := range b.rest() {
 		info.batches++
 		if err := each(c); err != nil {
-			return nil, ingestFileInfo{}, err
+			return nil, fileInfo{}, err
 		}
 	}
 	if h != nil {

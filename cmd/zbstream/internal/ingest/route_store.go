@@ -9,22 +9,22 @@ import (
 	"github.com/zbstream/zbstream/writer"
 )
 
-// ingestStateStore is the state file of a routed ingestion as the
+// stateStore is the state file of a routed ingestion as the
 // Writer's Store: every table's request id is in it before anything
 // is sent (made with the state file, in one write), and a stream id is
-// saved in it, atomically and durably (ingestState.save), before the
+// saved in it, atomically and durably (state.save), before the
 // Writer sends anything into the stream. So a rerun resumes every table's
 // stream, and a run that died between a create and its save creates again
 // with the same request id and gets the same stream back, still empty.
-type ingestStateStore struct {
+type stateStore struct {
 	mu   sync.Mutex
-	st   *ingestState
+	st   *state
 	path string
 }
 
 // Load returns table's ids; a table the state file does not know is an
 // error (the file's tables are all in it).
-func (s *ingestStateStore) Load(_ context.Context, table string) (writer.Entry, bool, error) {
+func (s *stateStore) Load(_ context.Context, table string) (writer.Entry, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.st.Tables[table]
@@ -36,7 +36,7 @@ func (s *ingestStateStore) Load(_ context.Context, table string) (writer.Entry, 
 
 // Save records table's ids and rewrites the state file; if that fails,
 // the state is left as it was.
-func (s *ingestStateStore) Save(_ context.Context, table string, e writer.Entry) error {
+func (s *stateStore) Save(_ context.Context, table string, e writer.Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.st.Tables[table]
@@ -53,7 +53,7 @@ func (s *ingestStateStore) Save(_ context.Context, table string, e writer.Entry)
 }
 
 // markDone marks the ingestion done and saves the state file.
-func (s *ingestStateStore) markDone() error {
+func (s *stateStore) markDone() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.Done, s.st.Finished = true, time.Now().UTC()

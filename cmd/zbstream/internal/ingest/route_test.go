@@ -18,18 +18,18 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// ingestRoutedTable is table t of the routed tests.
-func ingestRoutedTable(t int) string { return fmt.Sprintf("main.routed.t%03d", t) }
+// routedTable is table t of the routed tests.
+func routedTable(t int) string { return fmt.Sprintf("main.routed.t%03d", t) }
 
-// ingestWriteRouted writes n JSON lines, line i to table i*7%tables (so
+// writeRouted writes n JSON lines, line i to table i*7%tables (so
 // that neighbours go to different tables), with a blank line now and
 // then, and returns the file and each table's lines in order.
-func ingestWriteRouted(t *testing.T, dir string, n, tables int) (string, map[string][]string) {
+func writeRouted(t *testing.T, dir string, n, tables int) (string, map[string][]string) {
 	t.Helper()
 	var b bytes.Buffer
 	want := map[string][]string{}
 	for i := range n {
-		table := ingestRoutedTable(i * 7 % tables)
+		table := routedTable(i * 7 % tables)
 		line := fmt.Sprintf(`{"seq":%d,"table":%q,"v":{"table":"nested, not routed"}}`, i, table)
 		fmt.Fprintln(&b, line)
 		want[table] = append(want[table], line)
@@ -44,16 +44,16 @@ func ingestWriteRouted(t *testing.T, dir string, n, tables int) (string, map[str
 	return path, want
 }
 
-// ingestRoutedServer starts a server whose token writes every table.
-func ingestRoutedServer(t *testing.T) (*servertest.Server, []string) {
+// routedServer starts a server whose token writes every table.
+func routedServer(t *testing.T) (*servertest.Server, []string) {
 	ts := servertest.Start(t, servertest.WithTable(server.AllTables))
 	return ts, []string{"-endpoint", "http://" + ts.Addr, "-token", ts.Token, "-table-field", "table"}
 }
 
-// ingestCheckRouted checks that every table of want has one stream on the
+// checkRouted checks that every table of want has one stream on the
 // server holding its lines once each, in order, and that no other table
 // has one.
-func ingestCheckRouted(t *testing.T, ts *servertest.Server, want map[string][]string) {
+func checkRouted(t *testing.T, ts *servertest.Server, want map[string][]string) {
 	t.Helper()
 	streams, err := ts.Streams(context.Background())
 	if err != nil {
@@ -69,7 +69,7 @@ func ingestCheckRouted(t *testing.T, ts *servertest.Server, want map[string][]st
 		if !ok {
 			t.Fatalf("table %s has a stream, and no line names it", m.Table)
 		}
-		recs := ingestStored(t, ts, m.ID)
+		recs := stored(t, ts, m.ID)
 		if len(recs) != len(lines) {
 			t.Fatalf("table %s holds %d records, want %d", m.Table, len(recs), len(lines))
 		}
@@ -88,14 +88,14 @@ func ingestCheckRouted(t *testing.T, ts *servertest.Server, want map[string][]st
 // every table's stream holds its lines once, in order; a rerun of a done
 // file sends nothing.
 func TestIngestRoutedOnce(t *testing.T) {
-	ts, args := ingestRoutedServer(t)
-	file, want := ingestWriteRouted(t, t.TempDir(), 3000, 40)
+	ts, args := routedServer(t)
+	file, want := writeRouted(t, t.TempDir(), 3000, 40)
 	args = append(args, "-max-open-streams", "4", "-batch-size", "7", file)
 	code, out, _ := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "done: 3000 records") || !strings.Contains(out, "into 40 tables") || !strings.Contains(out, "streams created 40") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	st := ingestReadState(t, file+".zbstate")
+	st := readState(t, file+".zbstate")
 	if !st.Done || st.TableField != "table" || len(st.Tables) != 40 || st.Table != "" {
 		t.Fatalf("state %+v", st)
 	}
@@ -104,12 +104,12 @@ func TestIngestRoutedOnce(t *testing.T) {
 			t.Fatalf("state of %s: %+v, want %d records and a stream", table, ts, len(want[table]))
 		}
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 	code, out, _ = runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }
 
 // TestIngestRoutedBadTable: a line without the field, with a field that
@@ -117,7 +117,7 @@ func TestIngestRoutedOnce(t *testing.T) {
 // line before anything is sent; with -skip-invalid those lines go to the
 // dead-letter file with their reason and the others are ingested.
 func TestIngestRoutedBadTable(t *testing.T) {
-	ts, args := ingestRoutedServer(t)
+	ts, args := routedServer(t)
 	dir := t.TempDir()
 	bad := map[int]string{
 		3:  `{"seq":3}`,
@@ -132,8 +132,8 @@ func TestIngestRoutedBadTable(t *testing.T) {
 	for i := range 15 {
 		line, ok := bad[i]
 		if !ok {
-			line = fmt.Sprintf(`{"seq":%d,"table":%q}`, i, ingestRoutedTable(i%3))
-			want[ingestRoutedTable(i%3)] = append(want[ingestRoutedTable(i%3)], line)
+			line = fmt.Sprintf(`{"seq":%d,"table":%q}`, i, routedTable(i%3))
+			want[routedTable(i%3)] = append(want[routedTable(i%3)], line)
 		}
 		fmt.Fprintln(&b, line)
 	}
@@ -145,7 +145,7 @@ func TestIngestRoutedBadTable(t *testing.T) {
 	if code != cli.ExitInput || !strings.Contains(errOut, file+":4: ") || !strings.Contains(errOut, reasons[3]) {
 		t.Fatalf("exit %d, want %d naming line 4: %s", code, cli.ExitInput, errOut)
 	}
-	if n := ingestStreamCount(t, ts); n != 0 {
+	if n := streamCount(t, ts); n != 0 {
 		t.Fatalf("the server has %d streams after a refused file", n)
 	}
 
@@ -154,7 +154,7 @@ func TestIngestRoutedBadTable(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("with -skip-invalid: exit %d: %s", code, errOut)
 	}
-	dl := ingestReadDeadLetters(t, dead)
+	dl := readDeadLetters(t, dead)
 	if len(dl) != len(bad) {
 		t.Fatalf("dead letters %+v, want %d", dl, len(bad))
 	}
@@ -164,15 +164,15 @@ func TestIngestRoutedBadTable(t *testing.T) {
 			t.Fatalf("dead letter %+v, want line %d %s with reason %q", d, i+1, bad[i], reasons[i])
 		}
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }
 
 // TestIngestRoutedFlags: -table and -table-field exclude each other,
 // -table-field takes no protobuf, -max-open-streams is positive, and a
 // routed state file is refused to a single-table run (and kept).
 func TestIngestRoutedFlags(t *testing.T) {
-	ts, args := ingestRoutedServer(t)
-	file, want := ingestWriteRouted(t, t.TempDir(), 50, 3)
+	ts, args := routedServer(t)
+	file, want := writeRouted(t, t.TempDir(), 50, 3)
 	ep := "http://" + ts.Addr
 	for _, c := range []struct {
 		name string
@@ -203,7 +203,7 @@ func TestIngestRoutedFlags(t *testing.T) {
 	if after, _ := os.ReadFile(file + ".zbstate"); !bytes.Equal(before, after) {
 		t.Fatal("a refused run changed the state file")
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }
 
 // TestIngestRoutedFailedTable: a table whose stream the server refuses
@@ -211,52 +211,52 @@ func TestIngestRoutedFlags(t *testing.T) {
 // naming the table and its lines, and a rerun continues that table after
 // what the server holds, exactly once.
 func TestIngestRoutedFailedTable(t *testing.T) {
-	ts, args := ingestRoutedServer(t)
-	file, want := ingestWriteRouted(t, t.TempDir(), 600, 6)
-	h := ts.Inject(server.Match{Table: ingestRoutedTable(2)}, server.Fault{Kind: server.FaultDrop, After: 3, Code: codes.OutOfRange, Message: "refused"})
+	ts, args := routedServer(t)
+	file, want := writeRouted(t, t.TempDir(), 600, 6)
+	h := ts.Inject(server.Match{Table: routedTable(2)}, server.Fault{Kind: server.FaultDrop, After: 3, Code: codes.OutOfRange, Message: "refused"})
 	args = append(args, "-max-open-streams", "6", "-batch-size", "5", file)
 	code, _, errOut := runIngestCmd(context.Background(), t, args...)
-	if code != cli.ExitFailure || !strings.Contains(errOut, "1 table failed") || !strings.Contains(errOut, ingestRoutedTable(2)) || !strings.Contains(errOut, "OUT_OF_RANGE") {
-		t.Fatalf("exit %d, want %d naming %s: %s", code, cli.ExitFailure, ingestRoutedTable(2), errOut)
+	if code != cli.ExitFailure || !strings.Contains(errOut, "1 table failed") || !strings.Contains(errOut, routedTable(2)) || !strings.Contains(errOut, "OUT_OF_RANGE") {
+		t.Fatalf("exit %d, want %d naming %s: %s", code, cli.ExitFailure, routedTable(2), errOut)
 	}
 	select {
 	case <-h.Fired():
 	default:
 		t.Fatal("the fault never acted")
 	}
-	if st := ingestReadState(t, file+".zbstate"); st.Done {
+	if st := readState(t, file+".zbstate"); st.Done {
 		t.Fatal("a run with a failed table marked the state done")
 	}
 	code, out, _ := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "already on the server") {
 		t.Fatalf("rerun: exit %d: %s", code, out)
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }
 
 // TestIngestRoutedInterrupt: Ctrl-C mid-way exits 130 and loses nothing:
 // the next run completes every table exactly once.
 func TestIngestRoutedInterrupt(t *testing.T) {
-	ts, args := ingestRoutedServer(t)
-	file, want := ingestWriteRouted(t, t.TempDir(), 8000, 30)
+	ts, args := routedServer(t)
+	file, want := writeRouted(t, t.TempDir(), 8000, 30)
 	args = append(args, "-max-open-streams", "3", "-batch-size", "2", "-max-inflight", "32", "-progress", "5ms", file)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := &ingestCancelOnProgress{cancel: cancel}
+	w := &cancelOnProgress{cancel: cancel}
 	var out bytes.Buffer
 	code := cmds.Run(ctx, append([]string{"ingest"}, args...), &out, w)
 	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
 	if code != cli.ExitInterrupted || !strings.Contains(w.buf.String(), "run the same command again") {
 		t.Fatalf("exit %d, want %d", code, cli.ExitInterrupted)
 	}
-	if st := ingestReadState(t, file+".zbstate"); st.Done {
+	if st := readState(t, file+".zbstate"); st.Done {
 		t.Fatal("interrupted run marked done")
 	}
 	code, out2, _ := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out2, "already on the server") {
 		t.Fatalf("exit %d: %s", code, out2)
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }
 
 // TestIngestRoutedCrash is exactly-once per table across SIGKILLs of the
@@ -268,19 +268,19 @@ func TestIngestRoutedCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
 	}
-	ts, args := ingestRoutedServer(t)
+	ts, args := routedServer(t)
 	const n = 30000
-	file, want := ingestWriteRouted(t, t.TempDir(), n, 50)
+	file, want := writeRouted(t, t.TempDir(), n, 50)
 	args = append(args, "-max-open-streams", "5", "-batch-size", "5", "-max-inflight", "64", "-progress", "10ms", file)
-	ingestKillThrice(t, args, n)
+	killThrice(t, args, n)
 	start := time.Now()
 	out, errOut, err := runIngestChild(t, args, func(*exec.Cmd, int64) bool { return false })
 	if err != nil {
 		t.Fatalf("last run: %v\n%s%s", err, out, errOut)
 	}
 	t.Logf("last run (%s): %s", time.Since(start), out)
-	if !strings.Contains(out, "already on the server") || !ingestReadState(t, file+".zbstate").Done {
+	if !strings.Contains(out, "already on the server") || !readState(t, file+".zbstate").Done {
 		t.Fatalf("the last run did not resume and finish: %s", out)
 	}
-	ingestCheckRouted(t, ts, want)
+	checkRouted(t, ts, want)
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/zbstream/zbstream/core"
 )
 
-// ingestRun sends a file's calls from the one after the watermark, and
+// run sends a file's calls from the one after the watermark, and
 // closes the stream.
-type ingestRun struct {
-	f              *ingestFlags
-	st             *ingestState
-	src            ingestSource
+type run struct {
+	f              *flags
+	st             *state
+	src            source
 	s              *zbstream.Stream
 	stdout, stderr io.Writer
 	resumedAt      int64 // the watermark the run started from
@@ -27,15 +27,15 @@ type ingestRun struct {
 	start          time.Time
 	scanned        time.Duration // checking the file took this long
 
-	tr       ingestTracker
+	tr       tracker
 	base     int64 // records durable before this run
-	prog     *ingestProgress
+	prog     *progress
 	failedAt int64 // the call whose IngestBatch failed, or -1
 }
 
 // run sends, waits for the calls to be durable, closes the stream and
 // marks the state done, or says why not and what to do.
-func (r *ingestRun) run(ctx context.Context) error {
+func (r *run) run(ctx context.Context) error {
 	st, s, f := r.st, r.s, r.f
 	sendErr := r.send(ctx)
 	if sendErr == nil {
@@ -72,7 +72,7 @@ func (r *ingestRun) run(ctx context.Context) error {
 			where = fmt.Sprintf("up to call %d of %d", last, st.Batches-1)
 		}
 		msg := fmt.Sprintf("interrupted: %d of %s durable in stream %s (%s); run the same command again to continue",
-			durable, ingestPlural(st.Records, "record"), st.StreamID, where)
+			durable, plural(st.Records, "record"), st.StreamID, where)
 		if closeErr != nil {
 			msg += fmt.Sprintf(" (close: %v)", core.Unprefixed(closeErr))
 		}
@@ -94,27 +94,27 @@ func (r *ingestRun) run(ctx context.Context) error {
 	sent := durable - r.base
 	from := "a new stream"
 	if r.resumed {
-		from = fmt.Sprintf("watermark %d (%s already on the server)", r.resumedAt, ingestPlural(r.base, "record"))
+		from = fmt.Sprintf("watermark %d (%s already on the server)", r.resumedAt, plural(r.base, "record"))
 	}
 	aside := ""
 	if n := len(st.Skipped); n > 0 {
-		aside = fmt.Sprintf(", %s set aside in %s", ingestPlural(int64(n), "record"), st.DeadLetters)
+		aside = fmt.Sprintf(", %s set aside in %s", plural(int64(n), "record"), st.DeadLetters)
 	}
 	fmt.Fprintf(r.stdout, "ingest: done: %s of %s in stream %s of %s%s; sent %s in %s from %s, reconciled %d, resent %d, reconnects %d, in %s (%s checking the file; %s rec/s)\n",
-		ingestPlural(st.Records, "record"), f.file, st.StreamID, st.Table, aside, ingestPlural(sent, "record"), ingestPlural(stats.Accepted, "call"), from,
+		plural(st.Records, "record"), f.file, st.StreamID, st.Table, aside, plural(sent, "record"), plural(stats.Accepted, "call"), from,
 		stats.Reconciled, stats.Resent, stats.Reconnects,
-		ingestFmtDuration(el), ingestFmtDuration(r.scanned), ingestFmtRate(float64(sent)/(el-r.scanned).Seconds()))
+		fmtDuration(el), fmtDuration(r.scanned), fmtRate(float64(sent)/(el-r.scanned).Seconds()))
 	return nil
 }
 
 // failed says why the run failed and what to do: a refusal for good
 // names the refused records (see refused); anything else can be retried
 // as it is.
-func (r *ingestRun) failed(err error) error {
+func (r *run) failed(err error) error {
 	if ee := (*cli.ExitError)(nil); errors.As(err, &ee) {
 		return err // the command's own, with its code and advice
 	}
-	if ce, ok := ingestRefused(err); ok {
+	if ce, ok := refused(err); ok {
 		return r.refused(err, ce, r.s.LastDurable())
 	}
 	if r.failedAt >= 0 {
@@ -124,20 +124,20 @@ func (r *ingestRun) failed(err error) error {
 }
 
 // send sends the calls after the watermark.
-func (r *ingestRun) send(ctx context.Context) error {
+func (r *run) send(ctx context.Context) error {
 	rr, _, _, closeFile, err := r.src.open(false)
 	if err != nil {
 		return err
 	}
 	defer closeFile()
-	b := &ingestBatcher{r: &ingestSkipper{r: rr, skip: ingestSameSkips(r.st, r.src)}, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes, cuts: r.st.Cuts}
+	b := &batcher{r: &skipper{r: rr, skip: sameSkips(r.st, r.src)}, maxRecords: r.st.BatchRecords, maxBytes: r.st.BatchBytes, cuts: r.st.Cuts}
 	var records int64
 	// Skip the calls the server holds.
 	for k := int64(0); k <= r.resumedAt; k++ {
 		batch, err := b.next()
 		if err != nil {
 			if err == io.EOF {
-				err = ingestInputErr("%s ended at call %d, before the watermark %d", r.src.path, k, r.resumedAt)
+				err = inputErr("%s ended at call %d, before the watermark %d", r.src.path, k, r.resumedAt)
 			}
 			return err
 		}
@@ -147,8 +147,8 @@ func (r *ingestRun) send(ctx context.Context) error {
 		}
 	}
 	r.base = records
-	r.tr.durable = ingestMark{offset: r.resumedAt, records: records, first: b.first, last: b.last}
-	r.prog = newIngestProgress(r.stderr, ingestIsTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
+	r.tr.durable = mark{offset: r.resumedAt, records: records, first: b.first, last: b.last}
+	r.prog = newIngestProgress(r.stderr, isTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
 		func() int64 { return r.tr.update(r.s.LastDurable()) })
 	for k := r.resumedAt + 1; ; k++ {
 		if ctx.Err() != nil {
@@ -157,7 +157,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 		batch, err := b.next()
 		if err == io.EOF {
 			if k != r.st.Batches {
-				return ingestInputErr("%s now holds %s, not %d: it changed during the ingestion", r.src.path, ingestPlural(k, "call"), r.st.Batches)
+				return inputErr("%s now holds %s, not %d: it changed during the ingestion", r.src.path, plural(k, "call"), r.st.Batches)
 			}
 			return nil
 		}
@@ -167,7 +167,7 @@ func (r *ingestRun) send(ctx context.Context) error {
 		// Noted before it is sent, so that a failure names its records
 		// even when the stream failed before taking it.
 		records += int64(len(batch))
-		r.tr.sent(ingestMark{offset: k, records: records, first: b.first, last: b.last})
+		r.tr.sent(mark{offset: k, records: records, first: b.first, last: b.last})
 		off, err := r.s.IngestBatch(ctx, batch)
 		if err != nil {
 			if ctx.Err() != nil {

@@ -9,6 +9,6 @@ import (
 // TestSizeFlags: every size flag of ingest reads a size as every other
 // subcommand's does, and refuses a bad one naming the flag.
 func TestSizeFlags(t *testing.T) {
-	newFlags := func() *flag.FlagSet { fs, _ := ingestFlagSet(io.Discard); return fs }
+	newFlags := func() *flag.FlagSet { fs, _ := flagSet(io.Discard); return fs }
 	cmds.CheckSizeFlags(t, "ingest", newFlags, "batch-bytes")
 }

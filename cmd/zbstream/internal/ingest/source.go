@@ -28,52 +28,52 @@ import (
 
 // Input formats, as the state file names them.
 const (
-	ingestFormatJSON  = "json-lines"
-	ingestFormatProto = "protobuf-delimited"
+	formatJSON  = "json-lines"
+	formatProto = "protobuf-delimited"
 )
 
-// ingestMaxRecordBytes bounds one record: the protocol's per-call limit, which a
+// maxRecordBytes bounds one record: the protocol's per-call limit, which a
 // record sent alone must fit.
-const ingestMaxRecordBytes = core.DefaultMaxCallBytes
+const maxRecordBytes = core.DefaultMaxCallBytes
 
-// ingestInputErr is an unreadable or malformed input: exit code 3.
-func ingestInputErr(format string, a ...any) error {
+// inputErr is an unreadable or malformed input: exit code 3.
+func inputErr(format string, a ...any) error {
 	return cli.WithCode(cli.ExitInput, fmt.Errorf(format, a...))
 }
 
-// ingestRecordReader yields a file's records in order; io.EOF ends them. A
-// record the server would refuse is an *ingestInvalidRecord, after which
+// recordReader yields a file's records in order; io.EOF ends them. A
+// record the server would refuse is an *invalidRecord, after which
 // the reader goes on; every other error is an input error naming the file
 // and the place. place is where the last record returned (or refused) is.
-type ingestRecordReader interface {
+type recordReader interface {
 	next() ([]byte, error)
-	place() ingestPlace
+	place() place
 }
 
-// ingestJSONLines reads a JSON-lines file: every non-empty line is one record,
+// jsonLines reads a JSON-lines file: every non-empty line is one record,
 // checked as the server checks it; blank lines are skipped.
-type ingestJSONLines struct {
+type jsonLines struct {
 	path  string
 	r     *bufio.Reader
 	check *record.Checker
 	line  int64
 	pos   int64 // bytes read
-	at    ingestPlace
+	at    place
 }
 
-func (j *ingestJSONLines) place() ingestPlace { return j.at }
+func (j *jsonLines) place() place { return j.at }
 
-func (j *ingestJSONLines) next() ([]byte, error) {
+func (j *jsonLines) next() ([]byte, error) {
 	for {
 		b, err := j.r.ReadBytes('\n')
 		if len(b) == 0 && err != nil {
 			if err == io.EOF {
 				return nil, io.EOF
 			}
-			return nil, ingestInputErr("%s: reading after line %d: %v", j.path, j.line, err)
+			return nil, inputErr("%s: reading after line %d: %v", j.path, j.line, err)
 		}
 		if err != nil && err != io.EOF {
-			return nil, ingestInputErr("%s: reading line %d: %v", j.path, j.line+1, err)
+			return nil, inputErr("%s: reading line %d: %v", j.path, j.line+1, err)
 		}
 		j.line++
 		start := j.pos
@@ -85,16 +85,16 @@ func (j *ingestJSONLines) next() ([]byte, error) {
 		if len(rec) == 0 {
 			continue
 		}
-		j.at = ingestPlace{n: j.line, off: start, end: j.pos}
-		if reason := ingestJSONReason(j.check, rec); reason != "" {
-			return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
+		j.at = place{n: j.line, off: start, end: j.pos}
+		if reason := jsonReason(j.check, rec); reason != "" {
+			return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
 		}
 		return rec, nil
 	}
 }
 
-// ingestJSONProblem says what is wrong with a line that json.Valid refused.
-func ingestJSONProblem(b []byte) string {
+// jsonProblem says what is wrong with a line that json.Valid refused.
+func jsonProblem(b []byte) string {
 	var v any
 	err := json.Unmarshal(b, &v)
 	var se *json.SyntaxError
@@ -107,29 +107,29 @@ func ingestJSONProblem(b []byte) string {
 	return "invalid JSON"
 }
 
-func ingestPreview(b []byte) string {
+func preview(b []byte) string {
 	if len(b) > 20 {
 		return string(b[:20]) + "..."
 	}
 	return string(b)
 }
 
-// ingestDelimitedProto reads a file of length-delimited protobuf records: each a
+// delimitedProto reads a file of length-delimited protobuf records: each a
 // varint length, then that many bytes, which must parse as msg.
-type ingestDelimitedProto struct {
+type delimitedProto struct {
 	path  string
 	r     *bufio.Reader
 	md    protoreflect.MessageDescriptor
 	check *record.Checker
 	n     int64 // records read
 	pos   int64 // byte offset of the next record's length prefix
-	count *ingestCountingReader
-	at    ingestPlace
+	count *countingReader
+	at    place
 }
 
-func (p *ingestDelimitedProto) place() ingestPlace { return p.at }
+func (p *delimitedProto) place() place { return p.at }
 
-func (p *ingestDelimitedProto) next() ([]byte, error) {
+func (p *delimitedProto) next() ([]byte, error) {
 	at := p.pos
 	idx := p.n + 1
 	size, err := binary.ReadUvarint(p.r)
@@ -137,46 +137,46 @@ func (p *ingestDelimitedProto) next() ([]byte, error) {
 	case err == io.EOF:
 		return nil, io.EOF
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return nil, ingestInputErr("%s: record %d at byte offset %d: truncated length prefix", p.path, idx, at)
+		return nil, inputErr("%s: record %d at byte offset %d: truncated length prefix", p.path, idx, at)
 	case err != nil && p.count.err != nil:
-		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, p.count.err)
+		return nil, inputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, p.count.err)
 	case err != nil:
-		return nil, ingestInputErr("%s: record %d at byte offset %d: bad length prefix: %v", p.path, idx, at, err)
+		return nil, inputErr("%s: record %d at byte offset %d: bad length prefix: %v", p.path, idx, at, err)
 	}
 	head := int64(protowire.SizeVarint(size))
-	if size > ingestMaxRecordBytes {
-		return nil, ingestInputErr("%s: record %d at byte offset %d: length %d is over the per-call limit of %d bytes (a corrupt prefix?)", p.path, idx, at, size, ingestMaxRecordBytes)
+	if size > maxRecordBytes {
+		return nil, inputErr("%s: record %d at byte offset %d: length %d is over the per-call limit of %d bytes (a corrupt prefix?)", p.path, idx, at, size, maxRecordBytes)
 	}
 	rec := make([]byte, size)
 	if n, err := io.ReadFull(p.r, rec); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || err == io.EOF {
-			return nil, ingestInputErr("%s: record %d at byte offset %d: truncated: length %d, only %d bytes left", p.path, idx, at, size, n)
+			return nil, inputErr("%s: record %d at byte offset %d: truncated: length %d, only %d bytes left", p.path, idx, at, size, n)
 		}
-		return nil, ingestInputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
+		return nil, inputErr("%s: record %d at byte offset %d: %v", p.path, idx, at, err)
 	}
 	p.n++
 	p.pos = at + head + int64(size)
-	p.at = ingestPlace{n: idx, off: at, end: p.pos}
-	if reason := ingestSizeReason(rec); reason != "" {
-		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at, reason: reason, record: rec}
+	p.at = place{n: idx, off: at, end: p.pos}
+	if reason := sizeReason(rec); reason != "" {
+		return nil, &invalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at, reason: reason, record: rec}
 	}
 	if err := p.check.Check(rec); err != nil {
-		return nil, &ingestInvalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at,
+		return nil, &invalidRecord{loc: fmt.Sprintf("%s: record %d at byte offset %d", p.path, idx, at), place: p.at,
 			reason: fmt.Sprintf("not a valid %s: %v", p.md.FullName(), err), record: rec}
 	}
 	return rec, nil
 }
 
-// ingestCountingReader counts the bytes read and remembers the first read error
+// countingReader counts the bytes read and remembers the first read error
 // that is not io.EOF, so that a failing disk is not reported as a
 // malformed record.
-type ingestCountingReader struct {
+type countingReader struct {
 	r   io.Reader
 	n   int64
 	err error
 }
 
-func (c *ingestCountingReader) Read(b []byte) (int, error) {
+func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	if err != nil && err != io.EOF && c.err == nil {
@@ -185,19 +185,19 @@ func (c *ingestCountingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// ingestLoadMessage finds message name in a FileDescriptorSet file.
-func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
+// loadMessage finds message name in a FileDescriptorSet file.
+func loadMessage(path, name string) (protoreflect.MessageDescriptor, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, ingestInputErr("descriptor set: %v", err)
+		return nil, inputErr("descriptor set: %v", err)
 	}
 	var set descriptorpb.FileDescriptorSet
 	if err := proto.Unmarshal(b, &set); err != nil {
-		return nil, ingestInputErr("descriptor set %s: not a FileDescriptorSet: %v", path, err)
+		return nil, inputErr("descriptor set %s: not a FileDescriptorSet: %v", path, err)
 	}
 	files, err := protodesc.NewFiles(&set)
 	if err != nil {
-		return nil, ingestInputErr("descriptor set %s: %v", path, err)
+		return nil, inputErr("descriptor set %s: %v", path, err)
 	}
 	d, err := files.FindDescriptorByName(protoreflect.FullName(name))
 	if errors.Is(err, protoregistry.NotFound) {
@@ -213,7 +213,7 @@ func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error
 		})
 		return nil, cli.UsageErr("-proto-message %s: no such message in %s (it has %v)", name, path, names)
 	} else if err != nil {
-		return nil, ingestInputErr("descriptor set %s: %v", path, err)
+		return nil, inputErr("descriptor set %s: %v", path, err)
 	}
 	md, ok := d.(protoreflect.MessageDescriptor)
 	if !ok {
@@ -230,8 +230,8 @@ func ingestLoadMessage(path, name string) (protoreflect.MessageDescriptor, error
 	return md, nil
 }
 
-// ingestSource opens an input file and reads its records.
-type ingestSource struct {
+// source opens an input file and reads its records.
+type source struct {
 	path   string
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
@@ -240,10 +240,10 @@ type ingestSource struct {
 
 // open opens the file and returns a reader of its records; the returned
 // hash, if not nil, sees every byte read.
-func (s ingestSource) open(withHash bool) (ingestRecordReader, hash.Hash, *ingestCountingReader, func() error, error) {
+func (s source) open(withHash bool) (recordReader, hash.Hash, *countingReader, func() error, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return nil, nil, nil, nil, ingestInputErr("%v", err)
+		return nil, nil, nil, nil, inputErr("%v", err)
 	}
 	var r io.Reader = f
 	var h hash.Hash
@@ -251,29 +251,29 @@ func (s ingestSource) open(withHash bool) (ingestRecordReader, hash.Hash, *inges
 		h = sha256.New()
 		r = io.TeeReader(f, h)
 	}
-	cr := &ingestCountingReader{r: r}
+	cr := &countingReader{r: r}
 	br := bufio.NewReaderSize(cr, 1<<20)
-	if s.format == ingestFormatProto {
-		return &ingestDelimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
+	if s.format == formatProto {
+		return &delimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
 	}
-	return &ingestJSONLines{path: s.path, r: br, check: s.check}, h, cr, f.Close, nil
+	return &jsonLines{path: s.path, r: br, check: s.check}, h, cr, f.Close, nil
 }
 
 // describe names records first to last of the file: "lines 3-9 of FILE".
-func (s ingestSource) describe(first, last int64) string {
+func (s source) describe(first, last int64) string {
 	return s.records(first, last) + " of " + s.path
 }
 
 // unit is what numbers a record: its line, or its place among records.
-func (s ingestSource) unit() string {
-	if s.format == ingestFormatProto {
+func (s source) unit() string {
+	if s.format == formatProto {
 		return "record"
 	}
 	return "line"
 }
 
 // records names records first to last: "lines 3-9", "record 7".
-func (s ingestSource) records(first, last int64) string {
+func (s source) records(first, last int64) string {
 	unit := s.unit()
 	if first == last {
 		return fmt.Sprintf("%s %d", unit, first)
@@ -282,19 +282,19 @@ func (s ingestSource) records(first, last int64) string {
 }
 
 // prefixSHA256 hashes the first n bytes of the file: what pins the part
-// of it the server holds (see ingestPin).
-func (s ingestSource) prefixSHA256(n int64) (string, error) {
+// of it the server holds (see pin).
+func (s source) prefixSHA256(n int64) (string, error) {
 	f, err := os.Open(s.path)
 	if err != nil {
-		return "", ingestInputErr("%v", err)
+		return "", inputErr("%v", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.CopyN(h, f, n); err != nil {
 		if err == io.EOF {
-			return "", ingestInputErr("%s is shorter than the %d bytes the server holds", s.path, n)
+			return "", inputErr("%s is shorter than the %d bytes the server holds", s.path, n)
 		}
-		return "", ingestInputErr("%s: %v", s.path, err)
+		return "", inputErr("%s: %v", s.path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

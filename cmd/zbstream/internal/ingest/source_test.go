@@ -18,7 +18,7 @@ import (
 
 func TestIngestJSONLinesReader(t *testing.T) {
 	in := "\ufeff{\"a\":1}\r\n\r\n   \n\t{\"b\": [1, 2]}  \n{\"c\":\"no newline at the end\"}"
-	r := &ingestJSONLines{path: "x.jsonl", r: bufio.NewReader(strings.NewReader(in)), check: ingestTestChecker(t)}
+	r := &jsonLines{path: "x.jsonl", r: bufio.NewReader(strings.NewReader(in)), check: testChecker(t)}
 	var got []string
 	for {
 		rec, err := r.next()
@@ -46,14 +46,14 @@ func TestIngestBatcherBytes(t *testing.T) {
 	}
 	pass := func() [][][]byte {
 		i := 0
-		r := ingestReaderFunc(func() ([]byte, error) {
+		r := readerFunc(func() ([]byte, error) {
 			if i == len(recs) {
 				return nil, io.EOF
 			}
 			i++
 			return recs[i-1], nil
 		})
-		b := &ingestBatcher{r: r, maxRecords: 7, maxBytes: 200}
+		b := &batcher{r: r, maxRecords: 7, maxBytes: 200}
 		var calls [][][]byte
 		for {
 			c, err := b.next()
@@ -71,7 +71,7 @@ func TestIngestBatcherBytes(t *testing.T) {
 	for k, c := range calls {
 		var size int64
 		for _, r := range c {
-			size += ingestFramed(r)
+			size += framed(r)
 		}
 		if len(c) == 0 || len(c) > 7 || (len(c) > 1 && size > 200) {
 			t.Fatalf("call %d: %d records, %d bytes", k, len(c), size)
@@ -91,17 +91,17 @@ func TestIngestBatcherBytes(t *testing.T) {
 	}
 }
 
-type ingestReaderFunc func() ([]byte, error)
+type readerFunc func() ([]byte, error)
 
-func (f ingestReaderFunc) next() ([]byte, error) { return f() }
-func (f ingestReaderFunc) place() ingestPlace    { return ingestPlace{} }
+func (f readerFunc) next() ([]byte, error) { return f() }
+func (f readerFunc) place() place          { return place{} }
 
 // TestIngestScanErrors: a directory, an unreadable file and an error in
 // the middle are input errors (exit 3).
 func TestIngestScanErrors(t *testing.T) {
 	dir := t.TempDir()
-	src := ingestSource{path: dir, format: ingestFormatJSON, check: ingestTestChecker(t)}
-	_, err := ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
+	src := source{path: dir, format: formatJSON, check: testChecker(t)}
+	_, err := scan(context.Background(), src, 10, 1<<20, nil, refuseInvalid)
 	var ee *cli.ExitError
 	if !errors.As(err, &ee) || ee.Code != cli.ExitInput {
 		t.Fatalf("a directory: %v", err)
@@ -111,15 +111,15 @@ func TestIngestScanErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	src.path = path
-	_, err = ingestScan(context.Background(), src, 10, 1<<20, nil, ingestRefuseInvalid)
+	_, err = scan(context.Background(), src, 10, 1<<20, nil, refuseInvalid)
 	if !errors.As(err, &ee) || ee.Code != cli.ExitInput || !strings.Contains(err.Error(), "a.jsonl:3: not a JSON object") {
 		t.Fatalf("null on line 3: %v", err)
 	}
 }
 
-func ingestTestChecker(t *testing.T) *record.Checker {
+func testChecker(t *testing.T) *record.Checker {
 	t.Helper()
-	c, err := ingestChecker(nil)
+	c, err := checker(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

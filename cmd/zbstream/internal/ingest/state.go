@@ -16,14 +16,14 @@ import (
 	"github.com/zbstream/zbstream/internal/atomicfile"
 )
 
-// ingestStateVersion is the version of the state file's format.
-const ingestStateVersion = 1
+// stateVersion is the version of the state file's format.
+const stateVersion = 1
 
-// ingestState is the state file of one ingestion: which stream, which
+// state is the state file of one ingestion: which stream, which
 // table, which file, and how the file maps to offsets.
 //
 // The mapping is a pure function of the file's content, the two batch
-// limits and the cuts (see ingestBatcher): offset k is call k. The state
+// limits and the cuts (see batcher): offset k is call k. The state
 // file pins them all
 // (the content by its size and SHA-256), so it never changes while records
 // flow; after a crash the server's watermark W alone says where to go on:
@@ -41,10 +41,10 @@ const ingestStateVersion = 1
 //     finds the watermark at the last call and sends nothing either.
 //
 // Two events rewrite it in between, with no call in flight: the server
-// refusing a call for good (it records Pin and a cut, see ingestPin), and
+// refusing a call for good (it records Pin and a cut, see pin), and
 // a rerun accepting a file corrected after the pin (it records the new
 // content's identity and mapping).
-type ingestState struct {
+type state struct {
 	Version int `json:"version"`
 
 	// The input: its path when the state was made (informative), its
@@ -73,11 +73,11 @@ type ingestState struct {
 	DeadLetters string  `json:"dead_letters,omitempty"`
 	Skipped     []int64 `json:"skipped,omitempty"`
 
-	// Where the server refused a call for good (see ingestPin): calls
+	// Where the server refused a call for good (see pin): calls
 	// also end after these numbers of records, and Pin is the part of the
 	// file the server holds.
-	Cuts []int64    `json:"cuts,omitempty"`
-	Pin  *ingestPin `json:"pin,omitempty"`
+	Cuts []int64 `json:"cuts,omitempty"`
+	Pin  *pin    `json:"pin,omitempty"`
 
 	// Routed ingestion (-table-field): each record goes to the table its
 	// top-level string field TableField names, and Table,
@@ -85,8 +85,8 @@ type ingestState struct {
 	// its stream and its part of the file: call k of a table (offset k of
 	// its stream) is the k-th group of that table's records, in file
 	// order, grouped by the two batch limits (no cuts).
-	TableField string                       `json:"table_field,omitempty"`
-	Tables     map[string]*ingestTableState `json:"tables,omitempty"`
+	TableField string                 `json:"table_field,omitempty"`
+	Tables     map[string]*tableState `json:"tables,omitempty"`
 
 	// The stream.
 	Endpoint        string `json:"endpoint"` // informative
@@ -100,31 +100,31 @@ type ingestState struct {
 }
 
 // loadIngestState reads a state file; a missing one is (nil, nil).
-func loadIngestState(path string) (*ingestState, error) {
+func loadIngestState(path string) (*state, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, ingestInputErr("state file: %v", err)
+		return nil, inputErr("state file: %v", err)
 	}
-	var st ingestState
+	var st state
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
-		return nil, ingestInputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
+		return nil, inputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
 	}
 	switch {
-	case st.Version != ingestStateVersion:
-		return nil, ingestInputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, ingestStateVersion)
+	case st.Version != stateVersion:
+		return nil, inputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, stateVersion)
 	case st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.SHA256 == "",
 		st.TableField == "" && (st.ClientRequestID == "" || st.Table == ""),
 		st.TableField != "" && (len(st.Tables) == 0 || st.Table != "" || st.StreamID != ""):
-		return nil, ingestInputErr("state file %s is incomplete (a field is missing)", path)
+		return nil, inputErr("state file %s is incomplete (a field is missing)", path)
 	}
 	for table, ts := range st.Tables {
 		if ts == nil || ts.ClientRequestID == "" || ts.Batches <= 0 {
-			return nil, ingestInputErr("state file %s is incomplete (table %s)", path, table)
+			return nil, inputErr("state file %s is incomplete (table %s)", path, table)
 		}
 	}
 	return &st, nil
@@ -134,7 +134,7 @@ func loadIngestState(path string) (*ingestState, error) {
 // atomicfile): a crash leaves the old file or the new one, never a mix,
 // and once save returns the new one survives a power loss. Rewriting it
 // whole is what keeps a rerun from ever duplicating its content.
-func (st *ingestState) save(path string) error {
+func (st *state) save(path string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
@@ -145,11 +145,11 @@ func (st *ingestState) save(path string) error {
 	return nil
 }
 
-// ingestTableState is one table of a routed ingestion: its records and
+// tableState is one table of a routed ingestion: its records and
 // calls in the file, and its stream (StreamID empty until it is created;
 // ClientRequestID, made when the state file is, is the create's
 // idempotency key).
-type ingestTableState struct {
+type tableState struct {
 	Records         int64  `json:"records"`
 	Batches         int64  `json:"batches"`
 	ClientRequestID string `json:"client_request_id"`
@@ -158,7 +158,7 @@ type ingestTableState struct {
 
 // matchesFlags refuses a state file made for another table, format or
 // message: a usage error, since the flags differ from the state's.
-func (st *ingestState) matchesFlags(path string, src ingestSource, table string) error {
+func (st *state) matchesFlags(path string, src source, table string) error {
 	switch {
 	case st.TableField != "" && table != "":
 		return cli.UsageErr("state file %s routes records by their field %q: give -table-field %s to continue, or a new -state", path, st.TableField, st.TableField)
@@ -166,7 +166,7 @@ func (st *ingestState) matchesFlags(path string, src ingestSource, table string)
 		return cli.UsageErr("state file %s belongs to table %s, not %s: give the same -table to continue, or a new -state", path, st.Table, table)
 	case st.Format != src.format:
 		return cli.UsageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
-	case src.format == ingestFormatProto && st.ProtoMessage != string(src.md.FullName()):
+	case src.format == formatProto && st.ProtoMessage != string(src.md.FullName()):
 		return cli.UsageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
 	}
 	return nil
@@ -175,8 +175,8 @@ func (st *ingestState) matchesFlags(path string, src ingestSource, table string)
 // matchesFile refuses a state file made for another file (another
 // content): an input error. A content that changed after the part pinned
 // when the server refused a call is accepted (changed is true): see
-// ingestPin.
-func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFileInfo, skipped []int64) (changed bool, err error) {
+// pin.
+func (st *state) matchesFile(path string, src source, info fileInfo, skipped []int64) (changed bool, err error) {
 	if st.Size != info.size || st.SHA256 != info.sha256 {
 		if st.Pin != nil && !st.Done {
 			sum, err := src.prefixSHA256(st.Pin.Bytes)
@@ -190,15 +190,15 @@ func (st *ingestState) matchesFile(path string, src ingestSource, info ingestFil
 		if st.Pin != nil && !st.Done {
 			msg += fmt.Sprintf(" (after the server refused a call, the file may change, but only after %s, the last record the server holds)", src.describe(st.Pin.Last, st.Pin.Last))
 		}
-		return false, ingestInputErr("%s", msg)
+		return false, inputErr("%s", msg)
 	}
 	switch {
 	case st.Records != info.records || st.Batches != info.batches:
-		return false, ingestInputErr("state file %s: %s now reads as %s in %s, not %d in %d", path, src.path,
-			ingestPlural(info.records, "record"), ingestPlural(info.batches, "call"), st.Records, st.Batches)
+		return false, inputErr("state file %s: %s now reads as %s in %s, not %d in %d", path, src.path,
+			plural(info.records, "record"), plural(info.batches, "call"), st.Records, st.Batches)
 	case !slices.Equal(st.Skipped, skipped):
-		return false, ingestInputErr("state file %s sets aside %s of %s, but this zbstream would refuse %d: its record checks differ from those of the zbstream that made the state file",
-			path, ingestPlural(int64(len(st.Skipped)), "record"), src.path, len(skipped))
+		return false, inputErr("state file %s sets aside %s of %s, but this zbstream would refuse %d: its record checks differ from those of the zbstream that made the state file",
+			path, plural(int64(len(st.Skipped)), "record"), src.path, len(skipped))
 	}
 	return false, nil
 }

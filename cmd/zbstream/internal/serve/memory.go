@@ -5,17 +5,17 @@ import (
 	"runtime/debug"
 )
 
-// serveMemoryHeadroom is what the Go runtime may use beyond the receive
+// memoryHeadroom is what the Go runtime may use beyond the receive
 // budget (the receive buffers in use and those kept idle for reuse, which
 // the budget caps): the principals' floors, the store's group commit
 // (bbolt holds up to 16 MiB of records, their encodings and the leaves it
 // rewrites), gRPC's fixed per-call windows and buffers, the admin
 // endpoint's pages, goroutines, and the collector's own headroom. See
 // docs/server.md, "Memory".
-const serveMemoryHeadroom = 128 << 20
+const memoryHeadroom = 128 << 20
 
 // setServeMemoryLimit sets the Go runtime's soft memory limit to the
-// receive budget plus serveMemoryHeadroom, or keeps the limit the runtime
+// receive budget plus memoryHeadroom, or keeps the limit the runtime
 // has (GOMEMLIMIT) if it is lower. The server's live memory is bounded by
 // its configuration; without a limit the collector lets the heap grow to
 // twice the live memory before it runs (GOGC=100), so a server holding a
@@ -31,8 +31,8 @@ func setServeMemoryLimit(engine string, budget int64) int64 {
 		return 0
 	}
 	limit := int64(math.MaxInt64)
-	if budget < math.MaxInt64-serveMemoryHeadroom {
-		limit = budget + serveMemoryHeadroom
+	if budget < math.MaxInt64-memoryHeadroom {
+		limit = budget + memoryHeadroom
 	}
 	if cur := debug.SetMemoryLimit(-1); cur < limit {
 		return cur

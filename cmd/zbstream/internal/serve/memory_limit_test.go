@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-// serve's soft memory limit: the budget plus serveMemoryHeadroom, which a
+// serve's soft memory limit: the budget plus memoryHeadroom, which a
 // GOMEMLIMIT above it (or "off") does not lift and a lower one replaces;
 // none for the memory engine.
 func TestServeMemoryLimit(t *testing.T) {
 	orig := debug.SetMemoryLimit(-1)
 	t.Cleanup(func() { debug.SetMemoryLimit(orig) })
 	const budget = 256 << 20
-	want := int64(budget + serveMemoryHeadroom)
+	want := int64(budget + memoryHeadroom)
 	for _, tc := range []struct {
 		env     string // GOMEMLIMIT
 		runtime int64  // the limit the runtime has from it

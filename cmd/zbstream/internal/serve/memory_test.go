@@ -6,7 +6,7 @@ package serve
 // server as its own process: "zbstream serve" is built (without -race,
 // whatever the test runs with), started on loopback, and driven by hostile
 // clients from this process; its peak RSS (VmHWM in /proc/PID/status) must
-// stay under serveMemoryTarget with the default receive budget. In CI (the
+// stay under memoryTarget with the default receive budget. In CI (the
 // reduced form) each load runs 8 s, about a minute in all on a loaded
 // 2-core machine; ZBSTREAM_SERVER_MEMORY=full runs each for 30 s:
 //
@@ -40,13 +40,13 @@ import (
 )
 
 const (
-	serveMemoryEnv    = "ZBSTREAM_SERVER_MEMORY"
-	serveMemoryTarget = 640 << 20
-	memTable          = "main.mem.t"
+	memoryEnv    = "ZBSTREAM_SERVER_MEMORY"
+	memoryTarget = 640 << 20
+	memTable     = "main.mem.t"
 )
 
-// serveProc is a "zbstream serve" process.
-type serveProc struct {
+// proc is a "zbstream serve" process.
+type proc struct {
 	cmd             *exec.Cmd
 	endpoint, admin string // host:port
 	stderr          *clitest.Buffer
@@ -55,14 +55,14 @@ type serveProc struct {
 // startServeProc starts serve with args after -addr and -admin on free
 // loopback ports (a later -admin wins); it is killed at the end of the
 // test.
-func startServeProc(t testing.TB, args ...string) *serveProc {
+func startServeProc(t testing.TB, args ...string) *proc {
 	t.Helper()
 	return startServeProcEnv(t, nil, args...)
 }
 
 // startServeProcEnv is startServeProc with env (KEY=value) added to the
 // process's environment.
-func startServeProcEnv(t testing.TB, env []string, args ...string) *serveProc {
+func startServeProcEnv(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(clitest.Binary(t), append([]string{"serve", "-addr", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-log-level", "warn"}, args...)...)
 	if env != nil {
@@ -73,9 +73,9 @@ func startServeProcEnv(t testing.TB, env []string, args ...string) *serveProc {
 
 // startProc starts a server process that prints "endpoint: http://ADDR"
 // and "admin: http://ADDR" (or "admin: off") and waits for both lines.
-func startProc(t testing.TB, cmd *exec.Cmd) *serveProc {
+func startProc(t testing.TB, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &serveProc{cmd: cmd, stderr: &clitest.Buffer{}}
+	p := &proc{cmd: cmd, stderr: &clitest.Buffer{}}
 	cmd.Stderr = p.stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -107,7 +107,7 @@ func startProc(t testing.TB, cmd *exec.Cmd) *serveProc {
 }
 
 // status returns a field of /proc/PID/status in bytes (VmHWM, VmRSS).
-func (p *serveProc) status(t *testing.T, field string) int64 {
+func (p *proc) status(t *testing.T, field string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
@@ -289,17 +289,17 @@ func TestServeMemoryBound(t *testing.T) {
 		t.Skip("-short")
 	}
 	dur := 8 * time.Second
-	if os.Getenv(serveMemoryEnv) == "full" {
+	if os.Getenv(memoryEnv) == "full" {
 		dur = 30 * time.Second
 	}
 	tokens := []string{"-token", "mallory:tok-m:" + memTable, "-token", "alice:tok-a:" + memTable}
-	check := func(t *testing.T, p *serveProc) {
+	check := func(t *testing.T, p *proc) {
 		t.Helper()
 		hwm, rss, anon, file := p.status(t, "VmHWM"), p.status(t, "VmRSS"), p.status(t, "RssAnon"), p.status(t, "RssFile")
 		t.Logf("server peak RSS %.0f MiB, now %.0f MiB (anonymous %.0f MiB, file-backed %.0f MiB; target %d MiB)",
-			float64(hwm)/(1<<20), float64(rss)/(1<<20), float64(anon)/(1<<20), float64(file)/(1<<20), serveMemoryTarget>>20)
-		if hwm > serveMemoryTarget {
-			t.Fatalf("server peak RSS %d bytes, over %d", hwm, serveMemoryTarget)
+			float64(hwm)/(1<<20), float64(rss)/(1<<20), float64(anon)/(1<<20), float64(file)/(1<<20), memoryTarget>>20)
+		if hwm > memoryTarget {
+			t.Fatalf("server peak RSS %d bytes, over %d", hwm, memoryTarget)
 		}
 	}
 	loads := []struct {

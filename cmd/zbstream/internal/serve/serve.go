@@ -29,7 +29,7 @@ const (
 	adminWriteTimeout = 30 * time.Second // a page written to a client that does not read
 )
 
-const serveSynopsis = `serve [flags]
+const synopsis = `serve [flags]
 
 Runs the reference Zerobus-compatible server until Ctrl-C or SIGTERM, then
 stops gracefully (live calls commit what they received), closes the store
@@ -57,11 +57,11 @@ a secret containing ':' needs the list, "*" for all) and the server accepts
 it for those tables only, for an hour. The admin API itself takes only
 -token tokens.`
 
-// serveMaxBytes bounds -receive-budget and -max-message-bytes.
-const serveMaxBytes int64 = 1 << 62
+// maxBytes bounds -receive-budget and -max-message-bytes.
+const maxBytes int64 = 1 << 62
 
-// serveConfig is what the serve flags say.
-type serveConfig struct {
+// config is what the serve flags say.
+type config struct {
 	addr, admin      string
 	data, engine     string
 	tokens           tokenSpecs
@@ -76,9 +76,9 @@ type serveConfig struct {
 	maxConcurrent    uint
 }
 
-func serveFlags(stderr io.Writer) (*flag.FlagSet, *serveConfig) {
-	c := &serveConfig{}
-	fs := cli.NewFlags("serve", serveSynopsis, stderr)
+func flags(stderr io.Writer) (*flag.FlagSet, *config) {
+	c := &config{}
+	fs := cli.NewFlags("serve", synopsis, stderr)
 	fs.StringVar(&c.addr, "addr", cli.DefaultServeAddr, "`host:port` to serve gRPC on (port 0: any free port, printed)")
 	fs.StringVar(&c.admin, "admin", cli.DefaultAdminAddr, "`host:port` of the read-only admin HTTP endpoint, or \"off\"")
 	fs.StringVar(&c.data, "data", defaultDataDir(), "`directory` of the bolt engine's database (created if missing)")
@@ -120,11 +120,11 @@ func defaultDataDir() string {
 
 // Run is the serve command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, c := serveFlags(stderr)
+	fs, c := flags(stderr)
 	if err := cli.Parse(fs, args, false); err != nil {
 		return err
 	}
-	log, err := serveLogger(stderr, c.logLevel, c.logFmt)
+	log, err := logger(stderr, c.logLevel, c.logFmt)
 	if err != nil {
 		return err
 	}
@@ -169,13 +169,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.Stop() // idempotent: a no-op after the graceful stop below
 
-	lis, err := serveListen("server", c.addr)
+	lis, err := listen("server", c.addr)
 	if err != nil {
 		return err
 	}
 	var adminLis net.Listener
 	if c.admin != "off" && c.admin != "" {
-		if adminLis, err = serveListen("admin endpoint", c.admin); err != nil {
+		if adminLis, err = listen("admin endpoint", c.admin); err != nil {
 			lis.Close()
 			return err
 		}
@@ -291,7 +291,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // check validates the flags together and builds the authentication: the
 // Auth, the static tokens and the OAuth clients.
-func (c *serveConfig) check() (*server.Auth, tokenTable, []server.OAuthClient, error) {
+func (c *config) check() (*server.Auth, tokenTable, []server.OAuthClient, error) {
 	auth, tokens, err := c.checkTokens()
 	if err != nil {
 		return nil, nil, nil, err
@@ -317,7 +317,7 @@ func (c *serveConfig) check() (*server.Auth, tokenTable, []server.OAuthClient, e
 
 // checkTokens validates the flags other than -oauth and builds the
 // authentication of the static tokens.
-func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
+func (c *config) checkTokens() (*server.Auth, tokenTable, error) {
 	switch c.engine {
 	case "bolt":
 		if c.data == "" {
@@ -348,10 +348,10 @@ func (c *serveConfig) checkTokens() (*server.Auth, tokenTable, error) {
 		return nil, nil, cli.UsageErr("-max-connections-per-principal must not be negative")
 	// 0 would be the library's default; the bound leaves room for the
 	// memory limit's headroom and for 9/8 of a message.
-	case c.receiveBudget == 0 || c.receiveBudget > serveMaxBytes:
-		return nil, nil, cli.UsageErr("-receive-budget must be between 1 and %d bytes", serveMaxBytes)
-	case c.maxMessage == 0 || c.maxMessage > serveMaxBytes:
-		return nil, nil, cli.UsageErr("-max-message-bytes must be between 1 and %d bytes", serveMaxBytes)
+	case c.receiveBudget == 0 || c.receiveBudget > maxBytes:
+		return nil, nil, cli.UsageErr("-receive-budget must be between 1 and %d bytes", maxBytes)
+	case c.maxMessage == 0 || c.maxMessage > maxBytes:
+		return nil, nil, cli.UsageErr("-max-message-bytes must be between 1 and %d bytes", maxBytes)
 	case c.maxConcurrent > 1<<31-1:
 		return nil, nil, cli.UsageErr("-max-concurrent-streams %d is too large", c.maxConcurrent)
 	case c.opts.SessionAge > 0 && c.opts.CloseGrace >= c.opts.SessionAge:
@@ -408,7 +408,7 @@ func isLoopbackAddr(addr string) bool {
 }
 
 // listen opens a TCP listener with a clear error for a port in use.
-func serveListen(what, addr string) (net.Listener, error) {
+func listen(what, addr string) (net.Listener, error) {
 	lis, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, fmt.Errorf("%s: address %s is already in use (another zbstream serve? pick another with -addr/-admin, port 0 for any)", what, addr)
@@ -433,7 +433,7 @@ func loadServeTLS(cert, key string) (*tls.Config, error) {
 	return conf, nil
 }
 
-func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+func logger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, cli.UsageErr("-log-level %q: want debug, info, warn or error", level)
@@ -448,7 +448,7 @@ func serveLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, cli.UsageErr("-log-format %q: want text or json", format)
 }
 
-func dataLog(c *serveConfig) string {
+func dataLog(c *config) string {
 	if c.engine == "bolt" {
 		return c.data
 	}

@@ -79,7 +79,7 @@ func TestEchoServerChild(t *testing.T) {
 }
 
 // startEcho starts the echo server process.
-func startEcho(b *testing.B) *serveProc {
+func startEcho(b *testing.B) *proc {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEchoServerChild$")
 	cmd.Env = append(os.Environ(), envEchoChild+"=1")
 	return startProc(b, cmd)
@@ -95,7 +95,7 @@ func BenchmarkServeProcess(b *testing.B) {
 	for _, engine := range []string{"echo", "memory", "bolt", "echo2"} {
 		for _, streams := range []int{1, 4} {
 			b.Run(fmt.Sprintf("%s/streams=%d", engine, streams), func(b *testing.B) {
-				var p *serveProc
+				var p *proc
 				switch engine {
 				case "echo", "echo2": // echo twice: before and after, on a shared machine
 					p = startEcho(b)
@@ -135,7 +135,7 @@ func BenchmarkServeProcess(b *testing.B) {
 
 // cpu returns the CPU time (user and system) the process has used, from
 // /proc/PID/stat, in clock ticks of 10 ms.
-func (p *serveProc) cpu(b *testing.B) time.Duration {
+func (p *proc) cpu(b *testing.B) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/zbstream/zbstream/spool"
 )
 
-const spoolUsage = `Usage: zbstream spool <subcommand> [flags] DIR
+const usage = `Usage: zbstream spool <subcommand> [flags] DIR
 
 Subcommands:
   check DIR    report a spool's segments, entries and offsets, and any damage
@@ -30,17 +30,17 @@ costs.
 // Run is the spool command: check or repair a spool directory.
 func Run(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, spoolUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.UsageErr("spool: missing subcommand (check or repair)")
 	}
 	sub := args[0]
 	switch sub {
 	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stderr, spoolUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.ErrHelp
 	case "check", "repair":
 	default:
-		fmt.Fprint(stderr, spoolUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.UsageErr("spool: unknown subcommand %q", sub)
 	}
 	fs := cli.NewFlags("spool "+sub, "spool "+sub+" [flags] DIR", stderr)
@@ -55,9 +55,9 @@ func Run(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	dir := pos[0]
 	if sub == "check" {
-		return spoolCheck(dir, *asJSON, stdout)
+		return check(dir, *asJSON, stdout)
 	}
-	return spoolRepair(dir, *asJSON, stdout)
+	return repair(dir, *asJSON, stdout)
 }
 
 // spoolErr gives a spool error its exit code: damage 1 (cli.ExitFailure),
@@ -69,7 +69,7 @@ func spoolErr(err error) error {
 	return cli.WithCode(cli.ExitInput, err)
 }
 
-func spoolCheck(dir string, asJSON bool, stdout io.Writer) error {
+func check(dir string, asJSON bool, stdout io.Writer) error {
 	r, err := spool.Check(dir)
 	if err != nil {
 		return spoolErr(err)
@@ -111,7 +111,7 @@ func printSpoolReport(w io.Writer, r *spool.Report) {
 	}
 }
 
-func spoolRepair(dir string, asJSON bool, stdout io.Writer) error {
+func repair(dir string, asJSON bool, stdout io.Writer) error {
 	r, err := spool.Repair(dir)
 	if err != nil {
 		return spoolErr(err)

@@ -16,8 +16,8 @@ import (
 	"github.com/zbstream/zbstream/spool"
 )
 
-// spoolWithCalls makes a spool of five returned (and durable) calls.
-func spoolWithCalls(t *testing.T) (*zbstream.Client, *servertest.Server, string) {
+// withCalls makes a spool of five returned (and durable) calls.
+func withCalls(t *testing.T) (*zbstream.Client, *servertest.Server, string) {
 	t.Helper()
 	ts := servertest.Start(t)
 	c, err := zbstream.NewClient("http://"+ts.Addr, zbstream.WithToken(ts.Token))
@@ -48,7 +48,7 @@ func spoolWithCalls(t *testing.T) (*zbstream.Client, *servertest.Server, string)
 // spool checks clean and opens, the next call after the server's
 // watermark.
 func TestSpoolCheckRepair(t *testing.T) {
-	c, ts, dir := spoolWithCalls(t)
+	c, ts, dir := withCalls(t)
 	out := cmds.WantCode(t, cli.ExitOK, "spool", "check", dir)
 	if !strings.Contains(out, "offsets 0..4") || !strings.Contains(out, "clean") {
 		t.Fatalf("check of a clean spool:\n%s", out)

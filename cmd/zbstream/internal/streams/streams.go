@@ -29,7 +29,7 @@ const (
 
 const retireTimeout = 30 * time.Second
 
-const streamsUsage = `Usage: zbstream streams <subcommand> [flags] [ID]
+const usage = `Usage: zbstream streams <subcommand> [flags] [ID]
 
 Subcommands:
   list             list the streams (id, kind, table, principal, type, watermark, records, state)
@@ -46,8 +46,8 @@ The token defaults to $` + cli.EnvToken + `.
 Run "zbstream streams <subcommand> -h" for its flags.
 `
 
-// streamsFlags are the flags every streams subcommand takes.
-type streamsFlags struct {
+// flags are the flags every streams subcommand takes.
+type flags struct {
 	admin, data, token, ca string
 	json                   bool
 	from                   int64 // records
@@ -55,8 +55,8 @@ type streamsFlags struct {
 	endpoint, table        string
 }
 
-func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *streamsFlags) {
-	f := &streamsFlags{}
+func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *flags) {
+	f := &flags{}
 	fs := cli.NewFlags("streams "+sub, "streams "+synopsis, stderr)
 	fs.StringVar(&f.admin, "admin", "", "admin endpoint `URL` of the server (default $"+envAdmin+" or "+cli.DefaultAdminURL+")")
 	fs.StringVar(&f.data, "data", "", "read this bolt data `directory` directly instead (the server must not be running on it)")
@@ -77,21 +77,21 @@ func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *st
 // Run is the streams command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, streamsUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.UsageErr("streams: missing subcommand (list, show, records or retire)")
 	}
 	sub := args[0]
 	var synopsis string
 	switch sub {
 	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stderr, streamsUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.ErrHelp
 	case "list":
 		synopsis = "list [flags]"
 	case "show", "records", "retire":
 		synopsis = sub + " [flags] ID"
 	default:
-		fmt.Fprint(stderr, streamsUsage)
+		fmt.Fprint(stderr, usage)
 		return cli.UsageErr("streams: unknown subcommand %q", sub)
 	}
 	fs, f := newStreamsFlags(sub, synopsis, stderr)
@@ -122,10 +122,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		f.token = os.Getenv(cli.EnvToken)
 	}
 	if f.admin == "" {
-		f.admin = streamsEnvOr(envAdmin, cli.DefaultAdminURL)
+		f.admin = envOr(envAdmin, cli.DefaultAdminURL)
 	}
 	if f.endpoint == "" {
-		f.endpoint = streamsEnvOr(envEndpoint, cli.DefaultEndpoint)
+		f.endpoint = envOr(envEndpoint, cli.DefaultEndpoint)
 	}
 
 	// retire through the gRPC endpoint needs the admin only to learn the
@@ -145,7 +145,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	switch sub {
 	case "list":
-		return streamsListCmd(ctx, src, f, stdout)
+		return listCmd(ctx, src, f, stdout)
 	case "show":
 		s, err := src.show(ctx, pos[0])
 		if err != nil {
@@ -153,26 +153,26 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return printStream(stdout, s, f.json)
 	case "records":
-		return streamsRecords(ctx, src, pos[0], f, stdout)
+		return records(ctx, src, pos[0], f, stdout)
 	default:
-		return streamsRetire(ctx, src, pos[0], f, stdout)
+		return retire(ctx, src, pos[0], f, stdout)
 	}
 }
 
-func streamsEnvOr(name, def string) string {
+func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
 	return def
 }
 
-func streamsListCmd(ctx context.Context, src streamSource, f *streamsFlags, stdout io.Writer) error {
+func listCmd(ctx context.Context, src streamSource, f *flags, stdout io.Writer) error {
 	list, err := src.list(ctx)
 	if err != nil {
 		return err
 	}
 	if f.json {
-		return streamsWriteJSON(stdout, list)
+		return writeJSON(stdout, list)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tTABLE\tPRINCIPAL\tTYPE\tWATERMARK\tRECORDS\tSTATE")
@@ -191,7 +191,7 @@ func streamState(s admin.StreamInfo) string {
 
 func printStream(w io.Writer, s admin.StreamInfo, asJSON bool) error {
 	if asJSON {
-		return streamsWriteJSON(w, s)
+		return writeJSON(w, s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
 	fmt.Fprintf(tw, "id:\t%s\n", s.ID)
@@ -208,16 +208,16 @@ func printStream(w io.Writer, s admin.StreamInfo, asJSON bool) error {
 	return tw.Flush()
 }
 
-func streamsWriteJSON(w io.Writer, v any) error {
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-// streamsRecords prints records page by page: a JSON record as its JSON
+// records prints records page by page: a JSON record as its JSON
 // text, another (proto) as base64; with -json each as an object with its
 // offset and index.
-func streamsRecords(ctx context.Context, src streamSource, id string, f *streamsFlags, stdout io.Writer) error {
+func records(ctx context.Context, src streamSource, id string, f *flags, stdout io.Writer) error {
 	from, left := f.from, f.limit
 	enc := json.NewEncoder(stdout)
 	for {
@@ -260,9 +260,9 @@ func streamsRecords(ctx context.Context, src streamSource, id string, f *streams
 	}
 }
 
-// streamsRetire retires a persistent stream with the RetireStream RPC (or
+// retire retires a persistent stream with the RetireStream RPC (or
 // in the -data directory).
-func streamsRetire(ctx context.Context, src streamSource, id string, f *streamsFlags, stdout io.Writer) error {
+func retire(ctx context.Context, src streamSource, id string, f *flags, stdout io.Writer) error {
 	var (
 		w   int64
 		err error
@@ -286,7 +286,7 @@ func streamsRetire(ctx context.Context, src streamSource, id string, f *streamsF
 		}
 	}
 	if f.json {
-		return streamsWriteJSON(stdout, struct {
+		return writeJSON(stdout, struct {
 			ID        string `json:"id"`
 			Retired   bool   `json:"retired"`
 			Watermark int64  `json:"watermark"`
@@ -296,7 +296,7 @@ func streamsRetire(ctx context.Context, src streamSource, id string, f *streamsF
 	return err
 }
 
-func retireRPC(ctx context.Context, f *streamsFlags, table, id string) (int64, error) {
+func retireRPC(ctx context.Context, f *flags, table, id string) (int64, error) {
 	var opts []zbstream.Option
 	if f.token != "" {
 		opts = append(opts, zbstream.WithToken(f.token))
