@@ -36,9 +36,9 @@ func TestBenchTableCSVSVG(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	checkBenchTable(t, out, []string{"20 B single", "20 B batch 10"})
-	checkBenchCSV(t, csvPath, [][2]string{{"20", "single"}, {"20", "batch 10"}})
-	checkBenchSVG(t, svgPath, 2)
+	checkTable(t, out, []string{"20 B single", "20 B batch 10"})
+	checkCSV(t, csvPath, [][2]string{{"20", "single"}, {"20", "batch 10"}})
+	checkSVG(t, svgPath, 2)
 }
 
 // TestBenchExternalEndpoint points the bench at a server it did not start,
@@ -53,7 +53,7 @@ func TestBenchExternalEndpoint(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	checkBenchTable(t, out, []string{"220 B single", "1 KiB single"})
+	checkTable(t, out, []string{"220 B single", "1 KiB single"})
 	if !strings.Contains(out, "engine external "+ep) {
 		t.Errorf("the table does not name the external server:\n%s", out)
 	}
@@ -67,14 +67,14 @@ func TestBenchMemoryEngine(t *testing.T) {
 	if code != cli.ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
-	checkBenchTable(t, out, []string{"220 B single", "220 B batch 20"})
-	checkBenchSVG(t, svgPath, 2)
+	checkTable(t, out, []string{"220 B single", "220 B batch 20"})
+	checkSVG(t, svgPath, 2)
 }
 
-// checkBenchTable checks that the table has exactly the rows named by
+// checkTable checks that the table has exactly the rows named by
 // their size and mode, each with seven numbers: each client's records/s
 // and MB/s, and the ratio with its min and max.
-func checkBenchTable(t *testing.T, out string, want []string) {
+func checkTable(t *testing.T, out string, want []string) {
 	t.Helper()
 	_, table, ok := strings.Cut(out, "ratio max\n")
 	if !ok {
@@ -104,7 +104,7 @@ func checkBenchTable(t *testing.T, out string, want []string) {
 	}
 }
 
-func checkBenchCSV(t *testing.T, path string, want [][2]string) {
+func checkCSV(t *testing.T, path string, want [][2]string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,10 +144,10 @@ func checkBenchCSV(t *testing.T, path string, want [][2]string) {
 	}
 }
 
-// checkBenchSVG decodes the chart as XML and counts the bars and their
+// checkSVG decodes the chart as XML and counts the bars and their
 // whiskers: one per series (zbstream, raw) per cell in each of the two
 // panels.
-func checkBenchSVG(t *testing.T, path string, cells int) {
+func checkSVG(t *testing.T, path string, cells int) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -223,7 +223,7 @@ func TestBenchSVGEdgeCases(t *testing.T) {
 		Machine: `2 cores (<"A&B">)`, Engine: "external http://x?a=1&b=2", Duration: time.Second, Rounds: 1,
 	}
 	var b bytes.Buffer
-	if err := writeBenchSVG(&b, r); err != nil {
+	if err := writeSVG(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	bars := countSVGBars(t, b.Bytes())

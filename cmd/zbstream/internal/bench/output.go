@@ -20,8 +20,8 @@ var csvHeader = []string{
 	"ratio_median", "ratio_min", "ratio_max",
 }
 
-// writeBenchTable prints the table, with lines saying what was measured.
-func writeBenchTable(w io.Writer, r result) {
+// writeTable prints the table, with lines saying what was measured.
+func writeTable(w io.Writer, r result) {
 	client := "default (records copied)"
 	if r.NoCopy {
 		client = "WithNoCopy (records kept by reference)"
@@ -58,8 +58,8 @@ func loadNote(l string) string {
 	return ", load average " + l + " at the start"
 }
 
-// writeBenchCSV writes the table as CSV, one row per cell.
-func writeBenchCSV(w io.Writer, r result) error {
+// writeCSV writes the table as CSV, one row per cell.
+func writeCSV(w io.Writer, r result) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(csvHeader); err != nil {
 		return err

@@ -117,7 +117,7 @@ func resultFixture() result {
 
 func TestBenchTableFormat(t *testing.T) {
 	var b bytes.Buffer
-	writeBenchTable(&b, resultFixture())
+	writeTable(&b, resultFixture())
 	out := b.String()
 	for _, want := range []string{
 		"3 interleaved rounds of 1s per client and cell",
@@ -134,7 +134,7 @@ func TestBenchTableFormat(t *testing.T) {
 
 func TestBenchCSVFormat(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeBenchCSV(&b, resultFixture()); err != nil {
+	if err := writeCSV(&b, resultFixture()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -151,7 +151,7 @@ func TestBenchCSVFormat(t *testing.T) {
 // median ratio and its range.
 func TestBenchSVGSpread(t *testing.T) {
 	var b bytes.Buffer
-	if err := writeBenchSVG(&b, resultFixture()); err != nil {
+	if err := writeSVG(&b, resultFixture()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{">1.00×<", ">0.90–1.20<", ">1.02×<", ">0.80–1.25<", "median of 3 interleaved rounds", "rounds 900 to 1.20k"} {

@@ -134,15 +134,15 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			res.Cells = append(res.Cells, cell)
 		}
 	}
-	writeBenchTable(stdout, res)
+	writeTable(stdout, res)
 	if cfg.csvPath != "" {
-		if err := writeFileWith(cfg.csvPath, func(w io.Writer) error { return writeBenchCSV(w, res) }); err != nil {
+		if err := writeFileWith(cfg.csvPath, func(w io.Writer) error { return writeCSV(w, res) }); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "wrote", cfg.csvPath)
 	}
 	if cfg.svgPath != "" {
-		if err := writeFileWith(cfg.svgPath, func(w io.Writer) error { return writeBenchSVG(w, res) }); err != nil {
+		if err := writeFileWith(cfg.svgPath, func(w io.Writer) error { return writeSVG(w, res) }); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "wrote", cfg.svgPath)

@@ -31,13 +31,13 @@ type svgPanel struct {
 	value func(c cell, recordsPerSec float64) float64
 }
 
-// writeBenchSVG draws the table as grouped bars, one group per size and
+// writeSVG draws the table as grouped bars, one group per size and
 // mode, zbstream beside the raw ceiling: records/s in the upper panel and
 // MB/s in the lower one, both on log scales (the sizes span three orders of
 // magnitude). Each bar is a client's median round, labelled with its
 // value, with a whisker from its slowest to its fastest round; each group
 // is labelled with the median ratio and its range over the rounds.
-func writeBenchSVG(w io.Writer, r result) error {
+func writeSVG(w io.Writer, r result) error {
 	panels := []svgPanel{
 		{"Records per second", "records/s", func(_ cell, x float64) float64 { return x }},
 		{"Throughput in MB/s of records, MB = 10^6 bytes", "MB/s", func(c cell, x float64) float64 { return c.MBps(x) }},

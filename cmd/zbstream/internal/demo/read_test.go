@@ -60,9 +60,9 @@ func seqRange(from, to int) []int {
 	return s
 }
 
-// newDemoStore stores the streams in a memory store, in order, each
+// newStore stores the streams in a memory store, in order, each
 // batch at the next offset, and returns the store and their ids.
-func newDemoStore(t *testing.T, kind server.StreamKind, streams ...stream) (*server.MemoryStore, []string) {
+func newStore(t *testing.T, kind server.StreamKind, streams ...stream) (*server.MemoryStore, []string) {
 	t.Helper()
 	ctx := t.Context()
 	st := server.NewMemoryStore()
@@ -94,7 +94,7 @@ func newDemoStore(t *testing.T, kind server.StreamKind, streams ...stream) (*ser
 // TestScanStreamMissingBatch: a batch missing below the watermark, or
 // records the store counts but the batches do not hold, fail the read.
 func TestDemoScanStreamMissingBatch(t *testing.T) {
-	st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 30), 10)})
+	st, ids := newStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 30), 10)})
 	m, err := st.Stream(t.Context(), ids[0])
 	if err != nil {
 		t.Fatal(err)

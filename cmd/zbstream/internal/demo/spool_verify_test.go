@@ -124,7 +124,7 @@ func TestDemoVerifySpoolStreams(t *testing.T) {
 			spoolVerification{stored: n - batch, returnedRecs: n - batch, untaken: batch}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, ids := newDemoStore(t, server.KindPersistent, stream{batches: tc.batches})
+			st, ids := newStore(t, server.KindPersistent, stream{batches: tc.batches})
 			cfg := config{Records: n, StreamID: ids[0]}
 			c := &countingStore{batchStore: st}
 			var p readProgress
@@ -153,7 +153,7 @@ func TestDemoVerifySpoolStreams(t *testing.T) {
 // not from the source and a stream that does not exist fail.
 func TestDemoVerifySpoolErrors(t *testing.T) {
 	seqs := seqRange(0, 100)
-	st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqs, 10)})
+	st, ids := newStore(t, server.KindPersistent, stream{batches: seqBatches(seqs, 10)})
 	sc := &spoolScore{returned: map[int]spoolCall{}, inflight: map[int]int{}}
 	for k := range 9 { // the last call stored, but no client said it took it
 		sc.returned[k*10] = spoolCall{n: 10, off: int64(k)}

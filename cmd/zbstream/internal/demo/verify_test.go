@@ -128,7 +128,7 @@ func TestDemoVerifyStreams(t *testing.T) {
 			if tc.ephemeral {
 				kind = server.KindEphemeral
 			}
-			st, ids := newDemoStore(t, kind, tc.streams...)
+			st, ids := newStore(t, kind, tc.streams...)
 			cfg := config{Records: n, Ephemeral: tc.ephemeral}
 			c := &countingStore{batchStore: st}
 			var p readProgress
@@ -165,7 +165,7 @@ func TestDemoVerifyForeignRecord(t *testing.T) {
 		{"not JSON", []byte("not json")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, ids := newDemoStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 1000), 7)})
+			st, ids := newStore(t, server.KindPersistent, stream{batches: seqBatches(seqRange(0, 1000), 7)})
 			if err := st.Append(t.Context(), ids[0], []server.Batch{{Offset: 143, Records: [][]byte{tc.rec}}}); err != nil {
 				t.Fatal(err)
 			}

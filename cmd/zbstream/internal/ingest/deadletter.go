@@ -40,8 +40,8 @@ type setAside struct {
 	bad    []*invalidRecord // without their bytes
 }
 
-// newIngestSetAside starts a dead-letter file at path, or none if path is "".
-func newIngestSetAside(format, path string) (*setAside, error) {
+// newSetAside starts a dead-letter file at path, or none if path is "".
+func newSetAside(format, path string) (*setAside, error) {
 	a := &setAside{format: format, path: path}
 	if path == "" {
 		return a, nil

@@ -86,7 +86,7 @@ type flags struct {
 }
 
 // flagSet defines the ingest flags on a new flag set; parsing it
-// fills the flags returned (parseIngestFlags then checks them).
+// fills the flags returned (parseFlags then checks them).
 func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	f := new(flags)
 	fs := cli.NewFlags("ingest", synopsis, stderr)
@@ -109,7 +109,7 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	return fs, f
 }
 
-func parseIngestFlags(args []string, stderr io.Writer) (*flags, error) {
+func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 	fs, f := flagSet(stderr)
 	pos, err := cli.ParseAnywhere(fs, args)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 
 // Run is the ingest command.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, err := parseIngestFlags(args, stderr)
+	f, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -57,17 +57,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return inputErr("%s is a directory", f.file)
 	}
 
-	lock, err := lockIngestState(f.state)
+	lock, err := lockState(f.state)
 	if err != nil {
 		return err
 	}
 	defer lock.unlock()
-	st, err := loadIngestState(f.state)
+	st, err := loadState(f.state)
 	if err != nil {
 		return err
 	}
 	if f.tableField != "" {
-		return runIngestRouted(ctx, f, client, src, st, start, stdout, stderr)
+		return runRouted(ctx, f, client, src, st, start, stdout, stderr)
 	}
 	if st != nil && st.TableField != "" {
 		return st.matchesFlags(f.state, src, f.table) // a routed state: never dropped below
@@ -168,7 +168,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		recreate := requestID != "" // the create may have been made by an earlier run
 		if !recreate {
-			if requestID, err = ingestRequestID(); err != nil {
+			if requestID, err = newRequestID(); err != nil {
 				return err
 			}
 		}
@@ -283,7 +283,7 @@ func deadLetterPath(f *flags, st *state) string {
 // server would refuse: set it aside there, or, with neither -skip-invalid
 // nor a state file, end the run.
 func invalidHandling(f *flags, st *state, src source) (*setAside, func(*invalidRecord) error, error) {
-	aside, err := newIngestSetAside(src.format, deadLetterPath(f, st))
+	aside, err := newSetAside(src.format, deadLetterPath(f, st))
 	if err != nil {
 		return nil, nil, err
 	}

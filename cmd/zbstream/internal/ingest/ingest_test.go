@@ -59,7 +59,7 @@ func serverArgs(ts *servertest.Server) []string {
 
 func readState(t *testing.T, path string) *state {
 	t.Helper()
-	st, err := loadIngestState(path)
+	st, err := loadState(path)
 	if err != nil || st == nil {
 		t.Fatalf("state file %s: %v", path, err)
 	}
@@ -626,7 +626,7 @@ func freeAddr(t *testing.T) string {
 
 func TestIngestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	p := newIngestProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
+	p := newProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()
@@ -637,7 +637,7 @@ func TestIngestProgressBar(t *testing.T) {
 		}
 	}
 	b.Reset()
-	p = newIngestProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
+	p = newProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()

@@ -20,9 +20,9 @@ import (
 // the last run that took it.
 type lock struct{ f *os.File }
 
-// lockIngestState takes the lock of state file path, or says which
+// lockState takes the lock of state file path, or says which
 // process has it and what to do.
-func lockIngestState(path string) (*lock, error) {
+func lockState(path string) (*lock, error) {
 	lockPath := path + ".lock"
 	f, err := filelock.Lock(lockPath)
 	if errors.Is(err, filelock.ErrLocked) {

@@ -95,7 +95,7 @@ type progress struct {
 	drew bool // a bar is on the line
 }
 
-func newIngestProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
+func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
 	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
 		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if tty && interval > 0 {

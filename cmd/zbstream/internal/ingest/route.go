@@ -16,11 +16,11 @@ import (
 	"github.com/zbstream/zbstream/writer"
 )
 
-// runIngestRouted is the ingest command with -table-field: every record
+// runRouted is the ingest command with -table-field: every record
 // goes to the table its field names, through a writer.Writer with at
 // most -max-open-streams streams open, one persistent stream per table.
 // st is the state file loaded, or nil.
-func runIngestRouted(ctx context.Context, f *flags, client *zbstream.Client, src source, st *state, start time.Time, stdout, stderr io.Writer) error {
+func runRouted(ctx context.Context, f *flags, client *zbstream.Client, src source, st *state, start time.Time, stdout, stderr io.Writer) error {
 	batchRecords, batchBytes := f.batchRecords, f.batchBytes
 	if st != nil {
 		switch {
@@ -68,7 +68,7 @@ func runIngestRouted(ctx context.Context, f *flags, client *zbstream.Client, src
 		// Every table's request id is saved before any stream is created
 		// (one write for all), so that the Writer saves only stream ids.
 		for _, ts := range st.Tables {
-			if ts.ClientRequestID, err = ingestRequestID(); err != nil {
+			if ts.ClientRequestID, err = newRequestID(); err != nil {
 				return err
 			}
 		}
@@ -76,15 +76,15 @@ func runIngestRouted(ctx context.Context, f *flags, client *zbstream.Client, src
 			return cli.WithCode(cli.ExitFailure, err)
 		}
 	}
-	r := &ingestRoutedRun{f: f, st: st, src: src, store: &stateStore{st: st, path: f.state},
+	r := &routedSender{f: f, st: st, src: src, store: &stateStore{st: st, path: f.state},
 		stdout: stdout, stderr: stderr, start: start, scanned: scanned,
 		wm: map[string]int64{}, failed: map[string]*routedFailure{}}
 	return r.run(ctx, client)
 }
 
-// ingestRoutedRun sends a file's calls, every table's from the one after
+// routedSender sends a file's calls, every table's from the one after
 // its watermark, and closes the streams.
-type ingestRoutedRun struct {
+type routedSender struct {
 	f              *flags
 	st             *state
 	src            source
@@ -100,7 +100,7 @@ type ingestRoutedRun struct {
 	sent   int64                     // calls sent
 }
 
-func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) error {
+func (r *routedSender) run(ctx context.Context, client *zbstream.Client) error {
 	f := r.f
 	w, err := writer.New(client, writer.Config{
 		MaxOpenStreams: f.maxOpen, Store: r.store,
@@ -111,7 +111,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	r.w = w
-	prog := newIngestProgress(r.stderr, isTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
+	prog := newProgress(r.stderr, isTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
 	sendErr := r.send(ctx)
 	if sendErr == nil {
 		// Every call is sent: wait until it is durable, Ctrl-C still heard.
@@ -161,7 +161,7 @@ func (r *ingestRoutedRun) run(ctx context.Context, client *zbstream.Client) erro
 }
 
 // send sends every table's calls after its watermark, in file order.
-func (r *ingestRoutedRun) send(ctx context.Context) error {
+func (r *routedSender) send(ctx context.Context) error {
 	_, _, err := routed(ctx, r.src, r.st.TableField, r.st.BatchRecords, r.st.BatchBytes, false, sameSkips(r.st, r.src), func(c *routedCall) error {
 		return r.call(ctx, c)
 	})
@@ -171,7 +171,7 @@ func (r *ingestRoutedRun) send(ctx context.Context) error {
 // call sends c unless its table's stream holds it already or the table
 // failed in this run. A table that fails is noted and left; only an
 // interruption or a stream that disagrees with the file ends the run.
-func (r *ingestRoutedRun) call(ctx context.Context, c *routedCall) error {
+func (r *routedSender) call(ctx context.Context, c *routedCall) error {
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ type routedFailure struct {
 // other tables, unless err ends the run: the interruption, or an open
 // refused for a reason that no table escapes (an unreachable server,
 // refused credentials), which a rerun continues.
-func (r *ingestRoutedRun) tableFailed(ctx context.Context, c *routedCall, err error) error {
+func (r *routedSender) tableFailed(ctx context.Context, c *routedCall, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -233,7 +233,7 @@ func (r *ingestRoutedRun) tableFailed(ctx context.Context, c *routedCall, err er
 
 // noteFailed notes the tables that failed, as Writer.Failed says, with
 // err, the Flush's or Close's error, for a flush that failed otherwise.
-func (r *ingestRoutedRun) noteFailed(err error) {
+func (r *routedSender) noteFailed(err error) {
 	if err == nil {
 		return
 	}
@@ -251,7 +251,7 @@ func (r *ingestRoutedRun) noteFailed(err error) {
 
 // failures says which tables failed and what to do, with the exit code
 // of the first failure.
-func (r *ingestRoutedRun) failures() error {
+func (r *routedSender) failures() error {
 	var lines []string
 	for _, table := range slices.Sorted(maps.Keys(r.failed)) {
 		f := r.failed[table]

@@ -110,7 +110,7 @@ type routedBatcher struct {
 	counts     map[string]*tableState // records and calls so far, per table
 }
 
-func newIngestRoutedBatcher(maxRecords int, maxBytes int64) *routedBatcher {
+func newRoutedBatcher(maxRecords int, maxBytes int64) *routedBatcher {
 	return &routedBatcher{maxRecords: maxRecords, maxBytes: maxBytes,
 		open: map[string]*routedCall{}, counts: map[string]*tableState{}}
 }
@@ -173,7 +173,7 @@ func routed(ctx context.Context, src source, field string, maxRecords int, maxBy
 	defer closeFile()
 	router := &router{r: rr, path: src.path, field: field}
 	r := &skipper{r: router, skip: skip}
-	b := newIngestRoutedBatcher(maxRecords, maxBytes)
+	b := newRoutedBatcher(maxRecords, maxBytes)
 	var info fileInfo
 	for {
 		rec, err := r.next()

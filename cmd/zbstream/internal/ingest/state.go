@@ -99,8 +99,8 @@ type state struct {
 	Finished time.Time `json:"finished,omitzero"`
 }
 
-// loadIngestState reads a state file; a missing one is (nil, nil).
-func loadIngestState(path string) (*state, error) {
+// loadState reads a state file; a missing one is (nil, nil).
+func loadState(path string) (*state, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -203,8 +203,8 @@ func (st *state) matchesFile(path string, src source, info fileInfo, skipped []i
 	return false, nil
 }
 
-// ingestRequestID returns a fresh idempotency key for a persistent create.
-func ingestRequestID() (string, error) {
+// newRequestID returns a fresh idempotency key for a persistent create.
+func newRequestID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err

@@ -14,7 +14,7 @@ import (
 // docs/server.md, "Memory".
 const memoryHeadroom = 128 << 20
 
-// setServeMemoryLimit sets the Go runtime's soft memory limit to the
+// setMemoryLimit sets the Go runtime's soft memory limit to the
 // receive budget plus memoryHeadroom, or keeps the limit the runtime
 // has (GOMEMLIMIT) if it is lower. The server's live memory is bounded by
 // its configuration; without a limit the collector lets the heap grow to
@@ -26,7 +26,7 @@ const memoryHeadroom = 128 << 20
 // keeps every record in memory, outside any bound, so it gets no limit
 // (the collector would run without end once the stored records reach it).
 // It returns the limit in force (0: none set by the server).
-func setServeMemoryLimit(engine string, budget int64) int64 {
+func setMemoryLimit(engine string, budget int64) int64 {
 	if engine == "memory" {
 		return 0
 	}

@@ -31,7 +31,7 @@ func TestServeMemoryLimit(t *testing.T) {
 	} {
 		t.Setenv("GOMEMLIMIT", tc.env)
 		debug.SetMemoryLimit(tc.runtime)
-		if got := setServeMemoryLimit(tc.engine, budget); got != tc.ret {
+		if got := setMemoryLimit(tc.engine, budget); got != tc.ret {
 			t.Errorf("GOMEMLIMIT=%q, %s engine: returned %d, want %d", tc.env, tc.engine, got, tc.ret)
 		}
 		if got := debug.SetMemoryLimit(-1); got != tc.after {
@@ -39,7 +39,7 @@ func TestServeMemoryLimit(t *testing.T) {
 		}
 	}
 	debug.SetMemoryLimit(math.MaxInt64)
-	if got := setServeMemoryLimit("bolt", math.MaxInt64); got != math.MaxInt64 {
+	if got := setMemoryLimit("bolt", math.MaxInt64); got != math.MaxInt64 {
 		t.Errorf("a budget of MaxInt64: limit %d", got)
 	}
 }

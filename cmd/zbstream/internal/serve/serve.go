@@ -136,11 +136,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.Auth, opts.Logger = auth, log
 	opts.MaxMessageBytes = int(c.maxMessage)
 	opts.ReceiveBudget = c.receiveBudget
-	memLimit := setServeMemoryLimit(c.engine, opts.ReceiveBudget)
+	memLimit := setMemoryLimit(c.engine, opts.ReceiveBudget)
 	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
 	var tlsConf *tls.Config
 	if c.tlsCert != "" {
-		if tlsConf, err = loadServeTLS(c.tlsCert, c.tlsKey); err != nil {
+		if tlsConf, err = loadTLS(c.tlsCert, c.tlsKey); err != nil {
 			return err
 		}
 		opts.TLS = tlsConf
@@ -419,8 +419,8 @@ func listen(what, addr string) (net.Listener, error) {
 	return lis, nil
 }
 
-// loadServeTLS loads the key pair; a missing or bad file is an input error.
-func loadServeTLS(cert, key string) (*tls.Config, error) {
+// loadTLS loads the key pair; a missing or bad file is an input error.
+func loadTLS(cert, key string) (*tls.Config, error) {
 	for _, f := range []string{cert, key} {
 		if _, err := os.Stat(f); err != nil {
 			return nil, cli.WithCode(cli.ExitInput, fmt.Errorf("TLS: %w", err))

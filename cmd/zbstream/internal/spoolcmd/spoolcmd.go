@@ -79,7 +79,7 @@ func check(dir string, asJSON bool, stdout io.Writer) error {
 			return err
 		}
 	} else {
-		printSpoolReport(stdout, r)
+		printReport(stdout, r)
 	}
 	if !r.Clean() {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("spool %s is damaged (%d damaged places): Open refuses it; \"zbstream spool repair %s\" moves the damage aside", dir, len(r.Damage), dir))
@@ -87,7 +87,7 @@ func check(dir string, asJSON bool, stdout io.Writer) error {
 	return nil
 }
 
-func printSpoolReport(w io.Writer, r *spool.Report) {
+func printReport(w io.Writer, r *spool.Report) {
 	fmt.Fprintf(w, "spool %s: %d segments, %d intact entries, offsets %s\n", r.Dir, len(r.Segments), r.Entries, r.Offsets)
 	for _, s := range r.Segments {
 		state := ""

@@ -55,7 +55,7 @@ type flags struct {
 	endpoint, table        string
 }
 
-func newStreamsFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *flags) {
+func newFlags(sub, synopsis string, stderr io.Writer) (*flag.FlagSet, *flags) {
 	f := &flags{}
 	fs := cli.NewFlags("streams "+sub, "streams "+synopsis, stderr)
 	fs.StringVar(&f.admin, "admin", "", "admin endpoint `URL` of the server (default $"+envAdmin+" or "+cli.DefaultAdminURL+")")
@@ -94,7 +94,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return cli.UsageErr("streams: unknown subcommand %q", sub)
 	}
-	fs, f := newStreamsFlags(sub, synopsis, stderr)
+	fs, f := newFlags(sub, synopsis, stderr)
 	pos, err := cli.ParseAnywhere(fs, args[1:])
 	if err != nil {
 		return err
