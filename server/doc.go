@@ -8,6 +8,9 @@
 //
 // Where each rule lives:
 //
+//	server.go    Server and Options: the gRPC services, start and stop
+//	auth.go      principals, bearer tokens, per-table authorization;
+//	             oauth.go the workspace's OAuth token endpoint
 //	conn.go      a stream call: authenticate, response headers at once,
 //	             first-message deadline, open, then commit until the end
 //	open.go      the create and resume handshakes, fencing of older writers
@@ -16,7 +19,10 @@
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
 //	budget.go    the server-wide receive budget, shared fairly, idle readers
-//	decode.go    stream requests decoded from their wire format, one copy
+//	decode.go    stream requests decoded from their wire format, one copy;
+//	             codec.go gRPC's codec, marking what did not decode
+//	wire.go      the two stream kinds' messages behind one interface
+//	status.go    the statuses a call ends with, in one place
 //	bufpool.go   receive and encode buffers, reused (page faults cost)
 //	quote.go     what a client sent, quoted only in part
 //	commit.go    the committer: appends, strict duplicates, idle rotation
@@ -29,5 +35,6 @@
 //	store_bolt_commit.go  its committer (group commit, mapped pages dropped)
 //	store_bolt_streams.go its operations on streams, checked as they write
 //	store_bolt_codec.go   how batches are laid out
+//	store_bolt_rss_*.go   dropping the mapping of pages written (Linux)
 //	fault.go     fault injection, in the vocabulary of internal/faults
 package server

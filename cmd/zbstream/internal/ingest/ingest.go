@@ -168,9 +168,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		recreate := requestID != "" // the create may have been made by an earlier run
 		if !recreate {
-			if requestID, err = newRequestID(); err != nil {
-				return err
-			}
+			requestID = zbstream.NewClientRequestID()
 		}
 		st.Table, st.ClientRequestID = f.table, requestID
 		if src.md != nil {

@@ -68,9 +68,7 @@ func runRouted(ctx context.Context, f *flags, client *zbstream.Client, src sourc
 		// Every table's request id is saved before any stream is created
 		// (one write for all), so that the Writer saves only stream ids.
 		for _, ts := range st.Tables {
-			if ts.ClientRequestID, err = newRequestID(); err != nil {
-				return err
-			}
+			ts.ClientRequestID = zbstream.NewClientRequestID()
 		}
 		if err := st.save(f.state); err != nil {
 			return cli.WithCode(cli.ExitFailure, err)

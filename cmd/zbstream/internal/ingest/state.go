@@ -2,8 +2,6 @@ package ingest
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -201,13 +199,4 @@ func (st *state) matchesFile(path string, src source, info fileInfo, skipped []i
 			path, plural(int64(len(st.Skipped)), "record"), src.path, len(skipped))
 	}
 	return false, nil
-}
-
-// newRequestID returns a fresh idempotency key for a persistent create.
-func newRequestID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b[:]), nil
 }
