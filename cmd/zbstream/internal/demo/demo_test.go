@@ -3,7 +3,6 @@ package demo
 import (
 	"bytes"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,22 +10,6 @@ import (
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/clitest"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/proc"
 )
-
-// buildCommand builds the zbstream binary into a temporary directory: the
-// demo's child processes are the same binary, so it must run as itself.
-func buildCommand(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "zbstream")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command on PATH to build the demo with")
-	}
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // TestDemo runs the demo at a small size, with its server and client
 // SIGKILLs, and checks its verification: exactly-once for persistent

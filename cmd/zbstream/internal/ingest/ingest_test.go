@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -604,24 +603,12 @@ func TestIngestUnreachable(t *testing.T) {
 	// A port nothing listens on: a listener opened and closed.
 	ts := servertest.Start(t)
 	file := writeLines(t, t.TempDir(), "a.jsonl", 3)
-	addr := freeAddr(t)
+	addr := clitest.FreeAddr(t)
 	code, _, errOut := runIngestCmd(context.Background(), t, "-endpoint", "http://"+addr, "-token", ts.Token, "-table", ts.Table, file)
 	if code != cli.ExitUnreachable || !strings.Contains(errOut, "retries exhausted") {
 		t.Fatalf("exit %d, want %d after the retries: %s", code, cli.ExitUnreachable, errOut)
 	}
 	clitest.WantPrefixOnce(t, errOut)
-}
-
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func TestIngestProgressBar(t *testing.T) {
