@@ -86,13 +86,19 @@ func (c *Client) ResumeStream(ctx context.Context, table, streamID string, opts 
 	return c.open(ctx, core.Persistent, table, streamID, opts)
 }
 
-// RetireStream retires a persistent stream: it can no longer be resumed.
-// It returns the stream's last committed offset (-1: none). Close never
-// retires a stream; this does.
-func (c *Client) RetireStream(ctx context.Context, table, streamID string) (int64, error) {
+// RetireStream retires the persistent stream streamID of table: it can no
+// longer be resumed, and a resume gets NOT_FOUND. It is idempotent: a
+// stream already retired is retired. The service answers nothing but the
+// call's status, so the stream's last committed offset is the one its last
+// resume reported (Stream.LastDurable after ResumeStream) or its last ack.
+// Close never retires a stream; this does.
+func (c *Client) RetireStream(ctx context.Context, table, streamID string) error {
+	if streamID == "" {
+		return &ConfigError{Field: "StreamID", Reason: "must not be empty"}
+	}
 	t, err := c.transport(table, nil)
 	if err != nil {
-		return core.NoOffset, err
+		return err
 	}
 	return t.Retire(ctx, streamID)
 }

@@ -75,7 +75,7 @@ func TestHeadersProviderOtherTable(t *testing.T) {
 	if n := h.calls.Load(); n != 1 {
 		t.Errorf("%d open attempts, want 1", n)
 	}
-	if _, err := cl.RetireStream(ctx(t), table, "some-stream"); !errors.As(err, &cfg) {
+	if err := cl.RetireStream(ctx(t), table, "some-stream"); !errors.As(err, &cfg) {
 		t.Errorf("RetireStream: %v, want a *ConfigError", err)
 	}
 	if n := accepts.Load(); n != 0 {

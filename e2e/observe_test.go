@@ -174,7 +174,7 @@ func TestConfigErrors(t *testing.T) {
 		isConfig("CreateStream("+table+")", err)
 		_, err = e.client.ResumeStream(ctx(t), table, "ps-x")
 		isConfig("ResumeStream("+table+")", err)
-		_, err = e.client.RetireStream(ctx(t), table, "ps-x")
+		err = e.client.RetireStream(ctx(t), table, "ps-x")
 		isConfig("RetireStream("+table+")", err)
 	}
 	_, err = e.client.ResumeStream(ctx(t), e.table, "")

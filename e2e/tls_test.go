@@ -185,7 +185,7 @@ func TestTLSMistakes(t *testing.T) {
 			if st, ok := status.FromError(err); !ok || st.Code() != codes.Unavailable {
 				t.Errorf("status.FromError: %v %v, want UNAVAILABLE", st.Code(), ok)
 			}
-			_, err = cl.RetireStream(ctx(t), tlsTS.Table, "some-stream")
+			err = cl.RetireStream(ctx(t), tlsTS.Table, "some-stream")
 			wantTLSError(t, err, c.mistake, c.hint, c.cause)
 		})
 	}

@@ -12,6 +12,12 @@ const (
 	HeaderTable = "x-databricks-zerobus-table-name"
 	// HeaderSDK names the client library and its version.
 	HeaderSDK = "x-zerobus-sdk"
+	// HeaderRequestID carries a persistent create's idempotency key (the
+	// stream's ClientRequestID) on the PersistentStream call that creates
+	// it, and on no other call. It is metadata, not a field of the
+	// create: the service's contract has no field for it, and a service
+	// that does not know the header ignores it (docs/protocol.md §6.4).
+	HeaderRequestID = "x-zbstream-request-id"
 )
 
 // HeadersProvider produces the call metadata for one open attempt: the

@@ -75,6 +75,9 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 		cancel()
 		return nil, err
 	}
+	if req.Kind == core.Persistent && !req.Resume && req.RequestID != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, HeaderRequestID, req.RequestID)
+	}
 	c := newConn(ctx, cancel, req)
 	switch req.Kind {
 	case core.Ephemeral:
@@ -159,10 +162,7 @@ func (t *Transport) openMessage(req streamio.OpenRequest) any {
 				RecordType:      &rt,
 			}}}
 	}
-	p := &ingestpb.CreatePersistentStreamRequest{CreateStream: create}
-	if req.RequestID != "" {
-		p.ClientRequestId = &req.RequestID
-	}
+	p := &ingestpb.CreatePersistentStreamRequest{CreateStream: create} // the request id is metadata (Open)
 	return &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: p}}
 }
 
@@ -176,20 +176,19 @@ func recordType(rt core.RecordType) ingestpb.RecordType {
 	return ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED
 }
 
-// Retire retires a persistent stream: it can no longer be resumed. It
-// returns the stream's last committed offset (core.NoOffset when nothing
-// was committed). Closing a stream never retires it; this does.
-func (t *Transport) Retire(ctx context.Context, streamID string) (int64, error) {
+// Retire retires the persistent stream streamID of the transport's table:
+// it can no longer be resumed. The answer carries nothing; the stream's
+// last committed offset is what its last resume or ack reported. Closing a
+// stream never retires it; this does.
+func (t *Transport) Retire(ctx context.Context, streamID string) error {
 	ctx, err := t.outgoing(ctx)
 	if err != nil {
-		return core.NoOffset, err
+		return err
 	}
-	resp, err := t.client.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: &streamID})
-	if err != nil {
-		return core.NoOffset, connErr(err)
+	req := &ingestpb.RetireStreamRequest{TableName: &t.cfg.Table,
+		Identifier: &ingestpb.RetireStreamRequest_StreamId{StreamId: streamID}}
+	if _, err := t.client.RetireStream(ctx, req); err != nil {
+		return connErr(err)
 	}
-	if resp.LastCommittedOffset == nil {
-		return core.NoOffset, nil
-	}
-	return *resp.LastCommittedOffset, nil
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/zbstream/zbstream/internal/contract"
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
@@ -145,34 +147,12 @@ func TestRegisteredNames(t *testing.T) {
 	}
 }
 
-// TestFieldNumbers pins every field number of the contract.
-func TestFieldNumbers(t *testing.T) {
-	fields := map[string]map[protoreflect.Name]protoreflect.FieldNumber{
-		"JsonRecordBatch":            {"records": 1},
-		"ProtoEncodedRecordBatch":    {"records": 1},
-		"CreateIngestStreamRequest":  {"table_name": 1, "descriptor_proto": 3, "record_type": 4},
-		"CreateIngestStreamResponse": {"stream_id": 1},
-		"IngestRecordRequest":        {"offset_id": 1, "proto_encoded_record": 2, "json_record": 3},
-		"IngestRecordBatchRequest":   {"offset_id": 1, "proto_encoded_batch": 2, "json_batch": 3},
-		"IngestRecordResponse":       {"durability_ack_up_to_offset": 1},
-		"CloseStreamSignal":          {"duration": 1},
-		"EphemeralStreamRequest":     {"create_stream": 1, "ingest_record": 2, "ingest_record_batch": 3},
-		"EphemeralStreamResponse": {
-			"create_stream_response": 1, "ingest_record_response": 2, "close_stream_signal": 3,
-		},
-		"CreatePersistentStreamRequest": {"create_stream": 1, "client_request_id": 2},
-		"ResumeIngestStreamRequest":     {"stream_id": 1, "descriptor_proto": 2, "record_type": 3},
-		"ResumeIngestStreamResponse":    {"last_committed_offset": 1},
-		"PersistentStreamRequest": {
-			"create_stream": 1, "resume_stream": 2, "ingest_record": 3, "ingest_record_batch": 4,
-		},
-		"PersistentStreamResponse": {
-			"create_stream_response": 1, "resume_stream_response": 2,
-			"ingest_record_response": 3, "close_stream_signal": 4,
-		},
-		"RetireStreamRequest":  {"stream_id": 1},
-		"RetireStreamResponse": {"last_committed_offset": 1},
-	}
+// TestCanonicalContract holds the contract to the service's: every
+// message, field name, number, type, label and oneof, every reserved
+// number and name, the enum and the service, as internal/contract's table
+// has them (written from the service's canonical schema). Any difference,
+// a field of ours inside the service's messages included, fails it.
+func TestCanonicalContract(t *testing.T) {
 	fd := ingestpb.File_zbstream_zerobus_service_proto
 	if got := fd.Package(); got != "zbstream.zerobus.v1" {
 		t.Errorf("package %q", got)
@@ -180,76 +160,22 @@ func TestFieldNumbers(t *testing.T) {
 	if fd.Syntax() != protoreflect.Proto2 {
 		t.Errorf("syntax %v, want proto2", fd.Syntax())
 	}
-	if n := fd.Messages().Len(); n != len(fields) {
-		t.Errorf("file has %d messages, want %d", n, len(fields))
+	got, want := contract.Render(fd), contract.Normalize(contract.Canonical)
+	if got == want {
+		return
 	}
-	for msg, want := range fields {
-		md := fd.Messages().ByName(protoreflect.Name(msg))
-		if md == nil {
-			t.Errorf("message %s missing", msg)
-			continue
-		}
-		if n := md.Fields().Len(); n != len(want) {
-			t.Errorf("%s has %d fields, want %d", msg, n, len(want))
-		}
-		for name, num := range want {
-			f := md.Fields().ByName(name)
-			if f == nil {
-				t.Errorf("%s.%s missing", msg, name)
-				continue
-			}
-			if f.Number() != num {
-				t.Errorf("%s.%s = %d, want %d", msg, name, f.Number(), num)
-			}
+	gotLines, wantLines := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for _, l := range wantLines {
+		if !slices.Contains(gotLines, l) {
+			t.Errorf("missing: %s", l)
 		}
 	}
-
-	// The ones callers are most likely to get wrong, spelled out.
-	for _, c := range []struct {
-		m    proto.Message
-		name protoreflect.Name
-		num  protoreflect.FieldNumber
-	}{
-		{&ingestpb.IngestRecordBatchRequest{}, "offset_id", 1},
-		{&ingestpb.PersistentStreamRequest{}, "resume_stream", 2},
-		{&ingestpb.ResumeIngestStreamResponse{}, "last_committed_offset", 1},
-	} {
-		md := c.m.ProtoReflect().Descriptor()
-		if f := md.Fields().ByName(c.name); f == nil || f.Number() != c.num {
-			t.Errorf("%s.%s: got %v, want field number %d", md.FullName(), c.name, f, c.num)
+	for _, l := range gotLines {
+		if !slices.Contains(wantLines, l) {
+			t.Errorf("not in the service's contract: %s", l)
 		}
 	}
-
-	rt := fd.Enums().ByName("RecordType")
-	for name, num := range map[protoreflect.Name]protoreflect.EnumNumber{
-		"RECORD_TYPE_UNSPECIFIED": 0, "PROTO": 1, "JSON": 2,
-	} {
-		if v := rt.Values().ByName(name); v == nil || v.Number() != num {
-			t.Errorf("RecordType.%s: got %v, want %d", name, v, num)
-		}
-	}
-}
-
-func TestReserved(t *testing.T) {
-	for _, c := range []struct {
-		m    proto.Message
-		num  protoreflect.FieldNumber
-		name protoreflect.Name
-	}{
-		{&ingestpb.CreateIngestStreamRequest{}, 2, "stream_id"},
-		{&ingestpb.CreateIngestStreamResponse{}, 2, "last_offset_id"},
-	} {
-		md := c.m.ProtoReflect().Descriptor()
-		if !md.ReservedRanges().Has(c.num) {
-			t.Errorf("%s: field number %d not reserved", md.FullName(), c.num)
-		}
-		if !md.ReservedNames().Has(c.name) {
-			t.Errorf("%s: name %q not reserved", md.FullName(), c.name)
-		}
-		if md.Fields().ByName(c.name) != nil || md.Fields().ByNumber(c.num) != nil {
-			t.Errorf("%s: reserved field %d %q is in use", md.FullName(), c.num, c.name)
-		}
-	}
+	t.Errorf("proto/zerobus_service.proto renders as\n%s\nwant\n%s", got, want)
 }
 
 func TestOptionalPresence(t *testing.T) {
@@ -339,10 +265,7 @@ func TestRoundTrip(t *testing.T) {
 		},
 		"persistent create": &ingestpb.PersistentStreamRequest{
 			Payload: &ingestpb.PersistentStreamRequest_CreateStream{
-				CreateStream: &ingestpb.CreatePersistentStreamRequest{
-					CreateStream:    create,
-					ClientRequestId: proto.String("req-42"),
-				},
+				CreateStream: &ingestpb.CreatePersistentStreamRequest{CreateStream: create},
 			},
 		},
 		"persistent resume": &ingestpb.PersistentStreamRequest{
@@ -373,8 +296,9 @@ func TestRoundTrip(t *testing.T) {
 		"persistent close": &ingestpb.PersistentStreamResponse{
 			Payload: &ingestpb.PersistentStreamResponse_CloseStreamSignal{CloseStreamSignal: closing},
 		},
-		"retire":  &ingestpb.RetireStreamRequest{StreamId: proto.String("s-1")},
-		"retired": &ingestpb.RetireStreamResponse{LastCommittedOffset: proto.Int64(123)},
+		"retire": &ingestpb.RetireStreamRequest{TableName: proto.String("main.default.t"),
+			Identifier: &ingestpb.RetireStreamRequest_StreamId{StreamId: "s-1"}},
+		"retired": &ingestpb.RetireStreamResponse{},
 	}
 	for name, m := range msgs {
 		t.Run(name, func(t *testing.T) {

@@ -55,6 +55,9 @@ const (
 	RecordType_PROTO RecordType = 1
 	// Records are JSON objects, one per string.
 	RecordType_JSON RecordType = 2
+	// Records are raw Avro binary datums (no framing, no schema id) of the
+	// writer schema given at create (avro_schema_json).
+	RecordType_AVRO RecordType = 4
 )
 
 // Enum value maps for RecordType.
@@ -63,11 +66,13 @@ var (
 		0: "RECORD_TYPE_UNSPECIFIED",
 		1: "PROTO",
 		2: "JSON",
+		4: "AVRO",
 	}
 	RecordType_value = map[string]int32{
 		"RECORD_TYPE_UNSPECIFIED": 0,
 		"PROTO":                   1,
 		"JSON":                    2,
+		"AVRO":                    4,
 	}
 )
 
@@ -199,6 +204,52 @@ func (x *ProtoEncodedRecordBatch) GetRecords() [][]byte {
 	return nil
 }
 
+// AvroRecordBatch is a batch of raw Avro binary datums, one per entry, each
+// of the stream's writer schema.
+type AvroRecordBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Records       [][]byte               `protobuf:"bytes,1,rep,name=records" json:"records,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AvroRecordBatch) Reset() {
+	*x = AvroRecordBatch{}
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AvroRecordBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AvroRecordBatch) ProtoMessage() {}
+
+func (x *AvroRecordBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AvroRecordBatch.ProtoReflect.Descriptor instead.
+func (*AvroRecordBatch) Descriptor() ([]byte, []int) {
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AvroRecordBatch) GetRecords() [][]byte {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
 // CreateIngestStreamRequest opens a stream into one table.
 type CreateIngestStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -209,14 +260,17 @@ type CreateIngestStreamRequest struct {
 	DescriptorProto []byte `protobuf:"bytes,3,opt,name=descriptor_proto,json=descriptorProto" json:"descriptor_proto,omitempty"`
 	// Encoding of the records on this stream. RECORD_TYPE_UNSPECIFIED is
 	// rejected.
-	RecordType    *RecordType `protobuf:"varint,4,opt,name=record_type,json=recordType,enum=zbstream.zerobus.v1.RecordType" json:"record_type,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RecordType *RecordType `protobuf:"varint,4,opt,name=record_type,json=recordType,enum=zbstream.zerobus.v1.RecordType" json:"record_type,omitempty"`
+	// The writer schema of an AVRO stream: an Avro record schema as JSON.
+	// Required when record_type is AVRO; ignored otherwise.
+	AvroSchemaJson *string `protobuf:"bytes,5,opt,name=avro_schema_json,json=avroSchemaJson" json:"avro_schema_json,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateIngestStreamRequest) Reset() {
 	*x = CreateIngestStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[2]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -228,7 +282,7 @@ func (x *CreateIngestStreamRequest) String() string {
 func (*CreateIngestStreamRequest) ProtoMessage() {}
 
 func (x *CreateIngestStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[2]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -241,7 +295,7 @@ func (x *CreateIngestStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIngestStreamRequest.ProtoReflect.Descriptor instead.
 func (*CreateIngestStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{2}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateIngestStreamRequest) GetTableName() string {
@@ -265,6 +319,13 @@ func (x *CreateIngestStreamRequest) GetRecordType() RecordType {
 	return RecordType_RECORD_TYPE_UNSPECIFIED
 }
 
+func (x *CreateIngestStreamRequest) GetAvroSchemaJson() string {
+	if x != nil && x.AvroSchemaJson != nil {
+		return *x.AvroSchemaJson
+	}
+	return ""
+}
+
 // CreateIngestStreamResponse acknowledges stream creation.
 type CreateIngestStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -276,7 +337,7 @@ type CreateIngestStreamResponse struct {
 
 func (x *CreateIngestStreamResponse) Reset() {
 	*x = CreateIngestStreamResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[3]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +349,7 @@ func (x *CreateIngestStreamResponse) String() string {
 func (*CreateIngestStreamResponse) ProtoMessage() {}
 
 func (x *CreateIngestStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[3]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +362,7 @@ func (x *CreateIngestStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateIngestStreamResponse.ProtoReflect.Descriptor instead.
 func (*CreateIngestStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{3}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateIngestStreamResponse) GetStreamId() string {
@@ -322,6 +383,7 @@ type IngestRecordRequest struct {
 	//
 	//	*IngestRecordRequest_ProtoEncodedRecord
 	//	*IngestRecordRequest_JsonRecord
+	//	*IngestRecordRequest_AvroEncodedRecord
 	Record        isIngestRecordRequest_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -329,7 +391,7 @@ type IngestRecordRequest struct {
 
 func (x *IngestRecordRequest) Reset() {
 	*x = IngestRecordRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[4]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +403,7 @@ func (x *IngestRecordRequest) String() string {
 func (*IngestRecordRequest) ProtoMessage() {}
 
 func (x *IngestRecordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[4]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +416,7 @@ func (x *IngestRecordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestRecordRequest.ProtoReflect.Descriptor instead.
 func (*IngestRecordRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{4}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *IngestRecordRequest) GetOffsetId() int64 {
@@ -389,6 +451,15 @@ func (x *IngestRecordRequest) GetJsonRecord() string {
 	return ""
 }
 
+func (x *IngestRecordRequest) GetAvroEncodedRecord() []byte {
+	if x != nil {
+		if x, ok := x.Record.(*IngestRecordRequest_AvroEncodedRecord); ok {
+			return x.AvroEncodedRecord
+		}
+	}
+	return nil
+}
+
 type isIngestRecordRequest_Record interface {
 	isIngestRecordRequest_Record()
 }
@@ -401,9 +472,15 @@ type IngestRecordRequest_JsonRecord struct {
 	JsonRecord string `protobuf:"bytes,3,opt,name=json_record,json=jsonRecord,oneof"`
 }
 
+type IngestRecordRequest_AvroEncodedRecord struct {
+	AvroEncodedRecord []byte `protobuf:"bytes,4,opt,name=avro_encoded_record,json=avroEncodedRecord,oneof"`
+}
+
 func (*IngestRecordRequest_ProtoEncodedRecord) isIngestRecordRequest_Record() {}
 
 func (*IngestRecordRequest_JsonRecord) isIngestRecordRequest_Record() {}
+
+func (*IngestRecordRequest_AvroEncodedRecord) isIngestRecordRequest_Record() {}
 
 // IngestRecordBatchRequest carries a batch of records under a single offset.
 type IngestRecordBatchRequest struct {
@@ -417,6 +494,7 @@ type IngestRecordBatchRequest struct {
 	//
 	//	*IngestRecordBatchRequest_ProtoEncodedBatch
 	//	*IngestRecordBatchRequest_JsonBatch
+	//	*IngestRecordBatchRequest_AvroBatch
 	Batch         isIngestRecordBatchRequest_Batch `protobuf_oneof:"batch"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -424,7 +502,7 @@ type IngestRecordBatchRequest struct {
 
 func (x *IngestRecordBatchRequest) Reset() {
 	*x = IngestRecordBatchRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[5]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +514,7 @@ func (x *IngestRecordBatchRequest) String() string {
 func (*IngestRecordBatchRequest) ProtoMessage() {}
 
 func (x *IngestRecordBatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[5]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +527,7 @@ func (x *IngestRecordBatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestRecordBatchRequest.ProtoReflect.Descriptor instead.
 func (*IngestRecordBatchRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{5}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *IngestRecordBatchRequest) GetOffsetId() int64 {
@@ -484,6 +562,15 @@ func (x *IngestRecordBatchRequest) GetJsonBatch() *JsonRecordBatch {
 	return nil
 }
 
+func (x *IngestRecordBatchRequest) GetAvroBatch() *AvroRecordBatch {
+	if x != nil {
+		if x, ok := x.Batch.(*IngestRecordBatchRequest_AvroBatch); ok {
+			return x.AvroBatch
+		}
+	}
+	return nil
+}
+
 type isIngestRecordBatchRequest_Batch interface {
 	isIngestRecordBatchRequest_Batch()
 }
@@ -496,9 +583,15 @@ type IngestRecordBatchRequest_JsonBatch struct {
 	JsonBatch *JsonRecordBatch `protobuf:"bytes,3,opt,name=json_batch,json=jsonBatch,oneof"`
 }
 
+type IngestRecordBatchRequest_AvroBatch struct {
+	AvroBatch *AvroRecordBatch `protobuf:"bytes,4,opt,name=avro_batch,json=avroBatch,oneof"`
+}
+
 func (*IngestRecordBatchRequest_ProtoEncodedBatch) isIngestRecordBatchRequest_Batch() {}
 
 func (*IngestRecordBatchRequest_JsonBatch) isIngestRecordBatchRequest_Batch() {}
+
+func (*IngestRecordBatchRequest_AvroBatch) isIngestRecordBatchRequest_Batch() {}
 
 // IngestRecordResponse is a durability acknowledgement.
 type IngestRecordResponse struct {
@@ -511,7 +604,7 @@ type IngestRecordResponse struct {
 
 func (x *IngestRecordResponse) Reset() {
 	*x = IngestRecordResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[6]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +616,7 @@ func (x *IngestRecordResponse) String() string {
 func (*IngestRecordResponse) ProtoMessage() {}
 
 func (x *IngestRecordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[6]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +629,7 @@ func (x *IngestRecordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestRecordResponse.ProtoReflect.Descriptor instead.
 func (*IngestRecordResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{6}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *IngestRecordResponse) GetDurabilityAckUpToOffset() int64 {
@@ -557,7 +650,7 @@ type CloseStreamSignal struct {
 
 func (x *CloseStreamSignal) Reset() {
 	*x = CloseStreamSignal{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[7]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -569,7 +662,7 @@ func (x *CloseStreamSignal) String() string {
 func (*CloseStreamSignal) ProtoMessage() {}
 
 func (x *CloseStreamSignal) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[7]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -582,7 +675,7 @@ func (x *CloseStreamSignal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloseStreamSignal.ProtoReflect.Descriptor instead.
 func (*CloseStreamSignal) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{7}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CloseStreamSignal) GetDuration() *durationpb.Duration {
@@ -608,7 +701,7 @@ type EphemeralStreamRequest struct {
 
 func (x *EphemeralStreamRequest) Reset() {
 	*x = EphemeralStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[8]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +713,7 @@ func (x *EphemeralStreamRequest) String() string {
 func (*EphemeralStreamRequest) ProtoMessage() {}
 
 func (x *EphemeralStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[8]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +726,7 @@ func (x *EphemeralStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EphemeralStreamRequest.ProtoReflect.Descriptor instead.
 func (*EphemeralStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{8}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EphemeralStreamRequest) GetPayload() isEphemeralStreamRequest_Payload {
@@ -707,7 +800,7 @@ type EphemeralStreamResponse struct {
 
 func (x *EphemeralStreamResponse) Reset() {
 	*x = EphemeralStreamResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[9]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +812,7 @@ func (x *EphemeralStreamResponse) String() string {
 func (*EphemeralStreamResponse) ProtoMessage() {}
 
 func (x *EphemeralStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[9]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +825,7 @@ func (x *EphemeralStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EphemeralStreamResponse.ProtoReflect.Descriptor instead.
 func (*EphemeralStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{9}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EphemeralStreamResponse) GetPayload() isEphemeralStreamResponse_Payload {
@@ -796,17 +889,14 @@ func (*EphemeralStreamResponse_CloseStreamSignal) isEphemeralStreamResponse_Payl
 type CreatePersistentStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Table, descriptor and record type of the new stream.
-	CreateStream *CreateIngestStreamRequest `protobuf:"bytes,1,opt,name=create_stream,json=createStream" json:"create_stream,omitempty"`
-	// Client-chosen idempotency key: repeating a create with the same key
-	// returns the stream created the first time.
-	ClientRequestId *string `protobuf:"bytes,2,opt,name=client_request_id,json=clientRequestId" json:"client_request_id,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	CreateStream  *CreateIngestStreamRequest `protobuf:"bytes,1,opt,name=create_stream,json=createStream" json:"create_stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreatePersistentStreamRequest) Reset() {
 	*x = CreatePersistentStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[10]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +908,7 @@ func (x *CreatePersistentStreamRequest) String() string {
 func (*CreatePersistentStreamRequest) ProtoMessage() {}
 
 func (x *CreatePersistentStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[10]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +921,7 @@ func (x *CreatePersistentStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePersistentStreamRequest.ProtoReflect.Descriptor instead.
 func (*CreatePersistentStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{10}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CreatePersistentStreamRequest) GetCreateStream() *CreateIngestStreamRequest {
@@ -839,13 +929,6 @@ func (x *CreatePersistentStreamRequest) GetCreateStream() *CreateIngestStreamReq
 		return x.CreateStream
 	}
 	return nil
-}
-
-func (x *CreatePersistentStreamRequest) GetClientRequestId() string {
-	if x != nil && x.ClientRequestId != nil {
-		return *x.ClientRequestId
-	}
-	return ""
 }
 
 // ResumeIngestStreamRequest reattaches a call to an existing persistent
@@ -870,7 +953,7 @@ type ResumeIngestStreamRequest struct {
 
 func (x *ResumeIngestStreamRequest) Reset() {
 	*x = ResumeIngestStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[11]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +965,7 @@ func (x *ResumeIngestStreamRequest) String() string {
 func (*ResumeIngestStreamRequest) ProtoMessage() {}
 
 func (x *ResumeIngestStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[11]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +978,7 @@ func (x *ResumeIngestStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeIngestStreamRequest.ProtoReflect.Descriptor instead.
 func (*ResumeIngestStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{11}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResumeIngestStreamRequest) GetIdentifier() isResumeIngestStreamRequest_Identifier {
@@ -950,7 +1033,7 @@ type ResumeIngestStreamResponse struct {
 
 func (x *ResumeIngestStreamResponse) Reset() {
 	*x = ResumeIngestStreamResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[12]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1045,7 @@ func (x *ResumeIngestStreamResponse) String() string {
 func (*ResumeIngestStreamResponse) ProtoMessage() {}
 
 func (x *ResumeIngestStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[12]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1058,7 @@ func (x *ResumeIngestStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeIngestStreamResponse.ProtoReflect.Descriptor instead.
 func (*ResumeIngestStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{12}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ResumeIngestStreamResponse) GetLastCommittedOffset() int64 {
@@ -1002,7 +1085,7 @@ type PersistentStreamRequest struct {
 
 func (x *PersistentStreamRequest) Reset() {
 	*x = PersistentStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[13]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1014,7 +1097,7 @@ func (x *PersistentStreamRequest) String() string {
 func (*PersistentStreamRequest) ProtoMessage() {}
 
 func (x *PersistentStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[13]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1027,7 +1110,7 @@ func (x *PersistentStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentStreamRequest.ProtoReflect.Descriptor instead.
 func (*PersistentStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{13}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PersistentStreamRequest) GetPayload() isPersistentStreamRequest_Payload {
@@ -1117,7 +1200,7 @@ type PersistentStreamResponse struct {
 
 func (x *PersistentStreamResponse) Reset() {
 	*x = PersistentStreamResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[14]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1212,7 @@ func (x *PersistentStreamResponse) String() string {
 func (*PersistentStreamResponse) ProtoMessage() {}
 
 func (x *PersistentStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[14]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1225,7 @@ func (x *PersistentStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentStreamResponse.ProtoReflect.Descriptor instead.
 func (*PersistentStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{14}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PersistentStreamResponse) GetPayload() isPersistentStreamResponse_Payload {
@@ -1216,18 +1299,25 @@ func (*PersistentStreamResponse_IngestRecordResponse) isPersistentStreamResponse
 
 func (*PersistentStreamResponse_CloseStreamSignal) isPersistentStreamResponse_Payload() {}
 
-// RetireStreamRequest permanently closes a persistent stream.
+// RetireStreamRequest permanently closes a persistent stream: unary,
+// idempotent, needs no open call. A retired stream cannot be resumed.
 type RetireStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The stream to retire.
-	StreamId      *string `protobuf:"bytes,1,opt,name=stream_id,json=streamId" json:"stream_id,omitempty"`
+	// The table the stream writes to.
+	TableName *string `protobuf:"bytes,1,opt,name=table_name,json=tableName" json:"table_name,omitempty"`
+	// Which stream to retire.
+	//
+	// Types that are valid to be assigned to Identifier:
+	//
+	//	*RetireStreamRequest_StreamId
+	Identifier    isRetireStreamRequest_Identifier `protobuf_oneof:"identifier"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RetireStreamRequest) Reset() {
 	*x = RetireStreamRequest{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[15]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1329,7 @@ func (x *RetireStreamRequest) String() string {
 func (*RetireStreamRequest) ProtoMessage() {}
 
 func (x *RetireStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[15]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,29 +1342,54 @@ func (x *RetireStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireStreamRequest.ProtoReflect.Descriptor instead.
 func (*RetireStreamRequest) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{15}
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{16}
 }
 
-func (x *RetireStreamRequest) GetStreamId() string {
-	if x != nil && x.StreamId != nil {
-		return *x.StreamId
+func (x *RetireStreamRequest) GetTableName() string {
+	if x != nil && x.TableName != nil {
+		return *x.TableName
 	}
 	return ""
 }
 
-// RetireStreamResponse reports the final state of a retired stream.
+func (x *RetireStreamRequest) GetIdentifier() isRetireStreamRequest_Identifier {
+	if x != nil {
+		return x.Identifier
+	}
+	return nil
+}
+
+func (x *RetireStreamRequest) GetStreamId() string {
+	if x != nil {
+		if x, ok := x.Identifier.(*RetireStreamRequest_StreamId); ok {
+			return x.StreamId
+		}
+	}
+	return ""
+}
+
+type isRetireStreamRequest_Identifier interface {
+	isRetireStreamRequest_Identifier()
+}
+
+type RetireStreamRequest_StreamId struct {
+	StreamId string `protobuf:"bytes,2,opt,name=stream_id,json=streamId,oneof"`
+}
+
+func (*RetireStreamRequest_StreamId) isRetireStreamRequest_Identifier() {}
+
+// RetireStreamResponse is empty: the call's status says whether the stream
+// is retired. Its last committed offset is what the last resume (or ack)
+// reported.
 type RetireStreamResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Highest offset committed on the stream. Absent when nothing was
-	// committed.
-	LastCommittedOffset *int64 `protobuf:"varint,1,opt,name=last_committed_offset,json=lastCommittedOffset" json:"last_committed_offset,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RetireStreamResponse) Reset() {
 	*x = RetireStreamResponse{}
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[16]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1401,7 @@ func (x *RetireStreamResponse) String() string {
 func (*RetireStreamResponse) ProtoMessage() {}
 
 func (x *RetireStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_zbstream_zerobus_service_proto_msgTypes[16]
+	mi := &file_zbstream_zerobus_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,14 +1414,7 @@ func (x *RetireStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetireStreamResponse.ProtoReflect.Descriptor instead.
 func (*RetireStreamResponse) Descriptor() ([]byte, []int) {
-	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{16}
-}
-
-func (x *RetireStreamResponse) GetLastCommittedOffset() int64 {
-	if x != nil && x.LastCommittedOffset != nil {
-		return *x.LastCommittedOffset
-	}
-	return 0
+	return file_zbstream_zerobus_service_proto_rawDescGZIP(), []int{17}
 }
 
 var File_zbstream_zerobus_service_proto protoreflect.FileDescriptor
@@ -1317,26 +1425,32 @@ const file_zbstream_zerobus_service_proto_rawDesc = "" +
 	"\x0fJsonRecordBatch\x12\x18\n" +
 	"\arecords\x18\x01 \x03(\tR\arecords\"3\n" +
 	"\x17ProtoEncodedRecordBatch\x12\x18\n" +
-	"\arecords\x18\x01 \x03(\fR\arecords\"\xb8\x01\n" +
+	"\arecords\x18\x01 \x03(\fR\arecords\"+\n" +
+	"\x0fAvroRecordBatch\x12\x18\n" +
+	"\arecords\x18\x01 \x03(\fR\arecords\"\xe2\x01\n" +
 	"\x19CreateIngestStreamRequest\x12\x1d\n" +
 	"\n" +
 	"table_name\x18\x01 \x01(\tR\ttableName\x12)\n" +
 	"\x10descriptor_proto\x18\x03 \x01(\fR\x0fdescriptorProto\x12@\n" +
 	"\vrecord_type\x18\x04 \x01(\x0e2\x1f.zbstream.zerobus.v1.RecordTypeR\n" +
-	"recordTypeJ\x04\b\x02\x10\x03R\tstream_id\"O\n" +
+	"recordType\x12(\n" +
+	"\x10avro_schema_json\x18\x05 \x01(\tR\x0eavroSchemaJsonJ\x04\b\x02\x10\x03R\tstream_id\"O\n" +
 	"\x1aCreateIngestStreamResponse\x12\x1b\n" +
-	"\tstream_id\x18\x01 \x01(\tR\bstreamIdJ\x04\b\x02\x10\x03R\x0elast_offset_id\"\x93\x01\n" +
+	"\tstream_id\x18\x01 \x01(\tR\bstreamIdJ\x04\b\x02\x10\x03R\x0elast_offset_id\"\xc5\x01\n" +
 	"\x13IngestRecordRequest\x12\x1b\n" +
 	"\toffset_id\x18\x01 \x01(\x03R\boffsetId\x122\n" +
 	"\x14proto_encoded_record\x18\x02 \x01(\fH\x00R\x12protoEncodedRecord\x12!\n" +
 	"\vjson_record\x18\x03 \x01(\tH\x00R\n" +
-	"jsonRecordB\b\n" +
-	"\x06record\"\xe7\x01\n" +
+	"jsonRecord\x120\n" +
+	"\x13avro_encoded_record\x18\x04 \x01(\fH\x00R\x11avroEncodedRecordB\b\n" +
+	"\x06record\"\xae\x02\n" +
 	"\x18IngestRecordBatchRequest\x12\x1b\n" +
 	"\toffset_id\x18\x01 \x01(\x03R\boffsetId\x12^\n" +
 	"\x13proto_encoded_batch\x18\x02 \x01(\v2,.zbstream.zerobus.v1.ProtoEncodedRecordBatchH\x00R\x11protoEncodedBatch\x12E\n" +
 	"\n" +
-	"json_batch\x18\x03 \x01(\v2$.zbstream.zerobus.v1.JsonRecordBatchH\x00R\tjsonBatchB\a\n" +
+	"json_batch\x18\x03 \x01(\v2$.zbstream.zerobus.v1.JsonRecordBatchH\x00R\tjsonBatch\x12E\n" +
+	"\n" +
+	"avro_batch\x18\x04 \x01(\v2$.zbstream.zerobus.v1.AvroRecordBatchH\x00R\tavroBatchB\a\n" +
 	"\x05batch\"T\n" +
 	"\x14IngestRecordResponse\x12<\n" +
 	"\x1bdurability_ack_up_to_offset\x18\x01 \x01(\x03R\x17durabilityAckUpToOffset\"J\n" +
@@ -1351,17 +1465,16 @@ const file_zbstream_zerobus_service_proto_rawDesc = "" +
 	"\x16create_stream_response\x18\x01 \x01(\v2/.zbstream.zerobus.v1.CreateIngestStreamResponseH\x00R\x14createStreamResponse\x12a\n" +
 	"\x16ingest_record_response\x18\x02 \x01(\v2).zbstream.zerobus.v1.IngestRecordResponseH\x00R\x14ingestRecordResponse\x12X\n" +
 	"\x13close_stream_signal\x18\x03 \x01(\v2&.zbstream.zerobus.v1.CloseStreamSignalH\x00R\x11closeStreamSignalB\t\n" +
-	"\apayload\"\xa0\x01\n" +
+	"\apayload\"\x87\x01\n" +
 	"\x1dCreatePersistentStreamRequest\x12S\n" +
-	"\rcreate_stream\x18\x01 \x01(\v2..zbstream.zerobus.v1.CreateIngestStreamRequestR\fcreateStream\x12*\n" +
-	"\x11client_request_id\x18\x02 \x01(\tR\x0fclientRequestId\"\xb5\x01\n" +
+	"\rcreate_stream\x18\x01 \x01(\v2..zbstream.zerobus.v1.CreateIngestStreamRequestR\fcreateStreamJ\x04\b\x02\x10\x03R\vstream_name\"\xc8\x01\n" +
 	"\x19ResumeIngestStreamRequest\x12\x1d\n" +
 	"\tstream_id\x18\x01 \x01(\tH\x00R\bstreamId\x12)\n" +
 	"\x10descriptor_proto\x18\x02 \x01(\fR\x0fdescriptorProto\x12@\n" +
 	"\vrecord_type\x18\x03 \x01(\x0e2\x1f.zbstream.zerobus.v1.RecordTypeR\n" +
 	"recordTypeB\f\n" +
 	"\n" +
-	"identifier\"P\n" +
+	"identifierJ\x04\b\x04\x10\x05R\vstream_name\"P\n" +
 	"\x1aResumeIngestStreamResponse\x122\n" +
 	"\x15last_committed_offset\x18\x01 \x01(\x03R\x13lastCommittedOffset\"\x88\x03\n" +
 	"\x17PersistentStreamRequest\x12Y\n" +
@@ -1375,16 +1488,20 @@ const file_zbstream_zerobus_service_proto_rawDesc = "" +
 	"\x16resume_stream_response\x18\x02 \x01(\v2/.zbstream.zerobus.v1.ResumeIngestStreamResponseH\x00R\x14resumeStreamResponse\x12a\n" +
 	"\x16ingest_record_response\x18\x03 \x01(\v2).zbstream.zerobus.v1.IngestRecordResponseH\x00R\x14ingestRecordResponse\x12X\n" +
 	"\x13close_stream_signal\x18\x04 \x01(\v2&.zbstream.zerobus.v1.CloseStreamSignalH\x00R\x11closeStreamSignalB\t\n" +
-	"\apayload\"2\n" +
-	"\x13RetireStreamRequest\x12\x1b\n" +
-	"\tstream_id\x18\x01 \x01(\tR\bstreamId\"J\n" +
-	"\x14RetireStreamResponse\x122\n" +
-	"\x15last_committed_offset\x18\x01 \x01(\x03R\x13lastCommittedOffset*>\n" +
+	"\apayload\"t\n" +
+	"\x13RetireStreamRequest\x12\x1d\n" +
+	"\n" +
+	"table_name\x18\x01 \x01(\tR\ttableName\x12\x1d\n" +
+	"\tstream_id\x18\x02 \x01(\tH\x00R\bstreamIdB\f\n" +
+	"\n" +
+	"identifierJ\x04\b\x03\x10\x04R\vstream_name\"\x16\n" +
+	"\x14RetireStreamResponse*N\n" +
 	"\n" +
 	"RecordType\x12\x1b\n" +
 	"\x17RECORD_TYPE_UNSPECIFIED\x10\x00\x12\t\n" +
 	"\x05PROTO\x10\x01\x12\b\n" +
-	"\x04JSON\x10\x022\xd5\x02\n" +
+	"\x04JSON\x10\x02\x12\b\n" +
+	"\x04AVRO\x10\x04\"\x04\b\x03\x10\x032\xd5\x02\n" +
 	"\aZerobus\x12p\n" +
 	"\x0fEphemeralStream\x12+.zbstream.zerobus.v1.EphemeralStreamRequest\x1a,.zbstream.zerobus.v1.EphemeralStreamResponse(\x010\x01\x12s\n" +
 	"\x10PersistentStream\x12,.zbstream.zerobus.v1.PersistentStreamRequest\x1a-.zbstream.zerobus.v1.PersistentStreamResponse(\x010\x01\x12c\n" +
@@ -1403,60 +1520,62 @@ func file_zbstream_zerobus_service_proto_rawDescGZIP() []byte {
 }
 
 var file_zbstream_zerobus_service_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_zbstream_zerobus_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_zbstream_zerobus_service_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_zbstream_zerobus_service_proto_goTypes = []any{
 	(RecordType)(0),                       // 0: zbstream.zerobus.v1.RecordType
 	(*JsonRecordBatch)(nil),               // 1: zbstream.zerobus.v1.JsonRecordBatch
 	(*ProtoEncodedRecordBatch)(nil),       // 2: zbstream.zerobus.v1.ProtoEncodedRecordBatch
-	(*CreateIngestStreamRequest)(nil),     // 3: zbstream.zerobus.v1.CreateIngestStreamRequest
-	(*CreateIngestStreamResponse)(nil),    // 4: zbstream.zerobus.v1.CreateIngestStreamResponse
-	(*IngestRecordRequest)(nil),           // 5: zbstream.zerobus.v1.IngestRecordRequest
-	(*IngestRecordBatchRequest)(nil),      // 6: zbstream.zerobus.v1.IngestRecordBatchRequest
-	(*IngestRecordResponse)(nil),          // 7: zbstream.zerobus.v1.IngestRecordResponse
-	(*CloseStreamSignal)(nil),             // 8: zbstream.zerobus.v1.CloseStreamSignal
-	(*EphemeralStreamRequest)(nil),        // 9: zbstream.zerobus.v1.EphemeralStreamRequest
-	(*EphemeralStreamResponse)(nil),       // 10: zbstream.zerobus.v1.EphemeralStreamResponse
-	(*CreatePersistentStreamRequest)(nil), // 11: zbstream.zerobus.v1.CreatePersistentStreamRequest
-	(*ResumeIngestStreamRequest)(nil),     // 12: zbstream.zerobus.v1.ResumeIngestStreamRequest
-	(*ResumeIngestStreamResponse)(nil),    // 13: zbstream.zerobus.v1.ResumeIngestStreamResponse
-	(*PersistentStreamRequest)(nil),       // 14: zbstream.zerobus.v1.PersistentStreamRequest
-	(*PersistentStreamResponse)(nil),      // 15: zbstream.zerobus.v1.PersistentStreamResponse
-	(*RetireStreamRequest)(nil),           // 16: zbstream.zerobus.v1.RetireStreamRequest
-	(*RetireStreamResponse)(nil),          // 17: zbstream.zerobus.v1.RetireStreamResponse
-	(*durationpb.Duration)(nil),           // 18: google.protobuf.Duration
+	(*AvroRecordBatch)(nil),               // 3: zbstream.zerobus.v1.AvroRecordBatch
+	(*CreateIngestStreamRequest)(nil),     // 4: zbstream.zerobus.v1.CreateIngestStreamRequest
+	(*CreateIngestStreamResponse)(nil),    // 5: zbstream.zerobus.v1.CreateIngestStreamResponse
+	(*IngestRecordRequest)(nil),           // 6: zbstream.zerobus.v1.IngestRecordRequest
+	(*IngestRecordBatchRequest)(nil),      // 7: zbstream.zerobus.v1.IngestRecordBatchRequest
+	(*IngestRecordResponse)(nil),          // 8: zbstream.zerobus.v1.IngestRecordResponse
+	(*CloseStreamSignal)(nil),             // 9: zbstream.zerobus.v1.CloseStreamSignal
+	(*EphemeralStreamRequest)(nil),        // 10: zbstream.zerobus.v1.EphemeralStreamRequest
+	(*EphemeralStreamResponse)(nil),       // 11: zbstream.zerobus.v1.EphemeralStreamResponse
+	(*CreatePersistentStreamRequest)(nil), // 12: zbstream.zerobus.v1.CreatePersistentStreamRequest
+	(*ResumeIngestStreamRequest)(nil),     // 13: zbstream.zerobus.v1.ResumeIngestStreamRequest
+	(*ResumeIngestStreamResponse)(nil),    // 14: zbstream.zerobus.v1.ResumeIngestStreamResponse
+	(*PersistentStreamRequest)(nil),       // 15: zbstream.zerobus.v1.PersistentStreamRequest
+	(*PersistentStreamResponse)(nil),      // 16: zbstream.zerobus.v1.PersistentStreamResponse
+	(*RetireStreamRequest)(nil),           // 17: zbstream.zerobus.v1.RetireStreamRequest
+	(*RetireStreamResponse)(nil),          // 18: zbstream.zerobus.v1.RetireStreamResponse
+	(*durationpb.Duration)(nil),           // 19: google.protobuf.Duration
 }
 var file_zbstream_zerobus_service_proto_depIdxs = []int32{
 	0,  // 0: zbstream.zerobus.v1.CreateIngestStreamRequest.record_type:type_name -> zbstream.zerobus.v1.RecordType
 	2,  // 1: zbstream.zerobus.v1.IngestRecordBatchRequest.proto_encoded_batch:type_name -> zbstream.zerobus.v1.ProtoEncodedRecordBatch
 	1,  // 2: zbstream.zerobus.v1.IngestRecordBatchRequest.json_batch:type_name -> zbstream.zerobus.v1.JsonRecordBatch
-	18, // 3: zbstream.zerobus.v1.CloseStreamSignal.duration:type_name -> google.protobuf.Duration
-	3,  // 4: zbstream.zerobus.v1.EphemeralStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreateIngestStreamRequest
-	5,  // 5: zbstream.zerobus.v1.EphemeralStreamRequest.ingest_record:type_name -> zbstream.zerobus.v1.IngestRecordRequest
-	6,  // 6: zbstream.zerobus.v1.EphemeralStreamRequest.ingest_record_batch:type_name -> zbstream.zerobus.v1.IngestRecordBatchRequest
-	4,  // 7: zbstream.zerobus.v1.EphemeralStreamResponse.create_stream_response:type_name -> zbstream.zerobus.v1.CreateIngestStreamResponse
-	7,  // 8: zbstream.zerobus.v1.EphemeralStreamResponse.ingest_record_response:type_name -> zbstream.zerobus.v1.IngestRecordResponse
-	8,  // 9: zbstream.zerobus.v1.EphemeralStreamResponse.close_stream_signal:type_name -> zbstream.zerobus.v1.CloseStreamSignal
-	3,  // 10: zbstream.zerobus.v1.CreatePersistentStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreateIngestStreamRequest
-	0,  // 11: zbstream.zerobus.v1.ResumeIngestStreamRequest.record_type:type_name -> zbstream.zerobus.v1.RecordType
-	11, // 12: zbstream.zerobus.v1.PersistentStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreatePersistentStreamRequest
-	12, // 13: zbstream.zerobus.v1.PersistentStreamRequest.resume_stream:type_name -> zbstream.zerobus.v1.ResumeIngestStreamRequest
-	5,  // 14: zbstream.zerobus.v1.PersistentStreamRequest.ingest_record:type_name -> zbstream.zerobus.v1.IngestRecordRequest
-	6,  // 15: zbstream.zerobus.v1.PersistentStreamRequest.ingest_record_batch:type_name -> zbstream.zerobus.v1.IngestRecordBatchRequest
-	4,  // 16: zbstream.zerobus.v1.PersistentStreamResponse.create_stream_response:type_name -> zbstream.zerobus.v1.CreateIngestStreamResponse
-	13, // 17: zbstream.zerobus.v1.PersistentStreamResponse.resume_stream_response:type_name -> zbstream.zerobus.v1.ResumeIngestStreamResponse
-	7,  // 18: zbstream.zerobus.v1.PersistentStreamResponse.ingest_record_response:type_name -> zbstream.zerobus.v1.IngestRecordResponse
-	8,  // 19: zbstream.zerobus.v1.PersistentStreamResponse.close_stream_signal:type_name -> zbstream.zerobus.v1.CloseStreamSignal
-	9,  // 20: zbstream.zerobus.v1.Zerobus.EphemeralStream:input_type -> zbstream.zerobus.v1.EphemeralStreamRequest
-	14, // 21: zbstream.zerobus.v1.Zerobus.PersistentStream:input_type -> zbstream.zerobus.v1.PersistentStreamRequest
-	16, // 22: zbstream.zerobus.v1.Zerobus.RetireStream:input_type -> zbstream.zerobus.v1.RetireStreamRequest
-	10, // 23: zbstream.zerobus.v1.Zerobus.EphemeralStream:output_type -> zbstream.zerobus.v1.EphemeralStreamResponse
-	15, // 24: zbstream.zerobus.v1.Zerobus.PersistentStream:output_type -> zbstream.zerobus.v1.PersistentStreamResponse
-	17, // 25: zbstream.zerobus.v1.Zerobus.RetireStream:output_type -> zbstream.zerobus.v1.RetireStreamResponse
-	23, // [23:26] is the sub-list for method output_type
-	20, // [20:23] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	3,  // 3: zbstream.zerobus.v1.IngestRecordBatchRequest.avro_batch:type_name -> zbstream.zerobus.v1.AvroRecordBatch
+	19, // 4: zbstream.zerobus.v1.CloseStreamSignal.duration:type_name -> google.protobuf.Duration
+	4,  // 5: zbstream.zerobus.v1.EphemeralStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreateIngestStreamRequest
+	6,  // 6: zbstream.zerobus.v1.EphemeralStreamRequest.ingest_record:type_name -> zbstream.zerobus.v1.IngestRecordRequest
+	7,  // 7: zbstream.zerobus.v1.EphemeralStreamRequest.ingest_record_batch:type_name -> zbstream.zerobus.v1.IngestRecordBatchRequest
+	5,  // 8: zbstream.zerobus.v1.EphemeralStreamResponse.create_stream_response:type_name -> zbstream.zerobus.v1.CreateIngestStreamResponse
+	8,  // 9: zbstream.zerobus.v1.EphemeralStreamResponse.ingest_record_response:type_name -> zbstream.zerobus.v1.IngestRecordResponse
+	9,  // 10: zbstream.zerobus.v1.EphemeralStreamResponse.close_stream_signal:type_name -> zbstream.zerobus.v1.CloseStreamSignal
+	4,  // 11: zbstream.zerobus.v1.CreatePersistentStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreateIngestStreamRequest
+	0,  // 12: zbstream.zerobus.v1.ResumeIngestStreamRequest.record_type:type_name -> zbstream.zerobus.v1.RecordType
+	12, // 13: zbstream.zerobus.v1.PersistentStreamRequest.create_stream:type_name -> zbstream.zerobus.v1.CreatePersistentStreamRequest
+	13, // 14: zbstream.zerobus.v1.PersistentStreamRequest.resume_stream:type_name -> zbstream.zerobus.v1.ResumeIngestStreamRequest
+	6,  // 15: zbstream.zerobus.v1.PersistentStreamRequest.ingest_record:type_name -> zbstream.zerobus.v1.IngestRecordRequest
+	7,  // 16: zbstream.zerobus.v1.PersistentStreamRequest.ingest_record_batch:type_name -> zbstream.zerobus.v1.IngestRecordBatchRequest
+	5,  // 17: zbstream.zerobus.v1.PersistentStreamResponse.create_stream_response:type_name -> zbstream.zerobus.v1.CreateIngestStreamResponse
+	14, // 18: zbstream.zerobus.v1.PersistentStreamResponse.resume_stream_response:type_name -> zbstream.zerobus.v1.ResumeIngestStreamResponse
+	8,  // 19: zbstream.zerobus.v1.PersistentStreamResponse.ingest_record_response:type_name -> zbstream.zerobus.v1.IngestRecordResponse
+	9,  // 20: zbstream.zerobus.v1.PersistentStreamResponse.close_stream_signal:type_name -> zbstream.zerobus.v1.CloseStreamSignal
+	10, // 21: zbstream.zerobus.v1.Zerobus.EphemeralStream:input_type -> zbstream.zerobus.v1.EphemeralStreamRequest
+	15, // 22: zbstream.zerobus.v1.Zerobus.PersistentStream:input_type -> zbstream.zerobus.v1.PersistentStreamRequest
+	17, // 23: zbstream.zerobus.v1.Zerobus.RetireStream:input_type -> zbstream.zerobus.v1.RetireStreamRequest
+	11, // 24: zbstream.zerobus.v1.Zerobus.EphemeralStream:output_type -> zbstream.zerobus.v1.EphemeralStreamResponse
+	16, // 25: zbstream.zerobus.v1.Zerobus.PersistentStream:output_type -> zbstream.zerobus.v1.PersistentStreamResponse
+	18, // 26: zbstream.zerobus.v1.Zerobus.RetireStream:output_type -> zbstream.zerobus.v1.RetireStreamResponse
+	24, // [24:27] is the sub-list for method output_type
+	21, // [21:24] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_zbstream_zerobus_service_proto_init() }
@@ -1464,38 +1583,43 @@ func file_zbstream_zerobus_service_proto_init() {
 	if File_zbstream_zerobus_service_proto != nil {
 		return
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[4].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[5].OneofWrappers = []any{
 		(*IngestRecordRequest_ProtoEncodedRecord)(nil),
 		(*IngestRecordRequest_JsonRecord)(nil),
+		(*IngestRecordRequest_AvroEncodedRecord)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[5].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[6].OneofWrappers = []any{
 		(*IngestRecordBatchRequest_ProtoEncodedBatch)(nil),
 		(*IngestRecordBatchRequest_JsonBatch)(nil),
+		(*IngestRecordBatchRequest_AvroBatch)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[8].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[9].OneofWrappers = []any{
 		(*EphemeralStreamRequest_CreateStream)(nil),
 		(*EphemeralStreamRequest_IngestRecord)(nil),
 		(*EphemeralStreamRequest_IngestRecordBatch)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[9].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[10].OneofWrappers = []any{
 		(*EphemeralStreamResponse_CreateStreamResponse)(nil),
 		(*EphemeralStreamResponse_IngestRecordResponse)(nil),
 		(*EphemeralStreamResponse_CloseStreamSignal)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[11].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[12].OneofWrappers = []any{
 		(*ResumeIngestStreamRequest_StreamId)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[13].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[14].OneofWrappers = []any{
 		(*PersistentStreamRequest_CreateStream)(nil),
 		(*PersistentStreamRequest_ResumeStream)(nil),
 		(*PersistentStreamRequest_IngestRecord)(nil),
 		(*PersistentStreamRequest_IngestRecordBatch)(nil),
 	}
-	file_zbstream_zerobus_service_proto_msgTypes[14].OneofWrappers = []any{
+	file_zbstream_zerobus_service_proto_msgTypes[15].OneofWrappers = []any{
 		(*PersistentStreamResponse_CreateStreamResponse)(nil),
 		(*PersistentStreamResponse_ResumeStreamResponse)(nil),
 		(*PersistentStreamResponse_IngestRecordResponse)(nil),
 		(*PersistentStreamResponse_CloseStreamSignal)(nil),
+	}
+	file_zbstream_zerobus_service_proto_msgTypes[16].OneofWrappers = []any{
+		(*RetireStreamRequest_StreamId)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1503,7 +1627,7 @@ func file_zbstream_zerobus_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_zbstream_zerobus_service_proto_rawDesc), len(file_zbstream_zerobus_service_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,11 @@ const (
 	HeaderAuthorization = "authorization"
 	// HeaderTable carries the table the call writes, catalog.schema.table.
 	HeaderTable = "x-databricks-zerobus-table-name"
+	// HeaderRequestID carries a persistent create's idempotency key: a
+	// create repeated with the same key by the same principal on the same
+	// table returns the stream the first one made. It is metadata, not a
+	// field, as the service's contract has none for it.
+	HeaderRequestID = "x-zbstream-request-id"
 )
 
 // AllTables in Principal.Tables grants every table.
@@ -155,16 +160,25 @@ func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
 
 // tableHeader returns the x-databricks-zerobus-table-name value ("" when
 // absent).
-func tableHeader(ctx context.Context) (string, error) {
+func tableHeader(ctx context.Context) (string, error) { return oneHeader(ctx, HeaderTable) }
+
+// requestIDHeader returns a persistent create's idempotency key, the
+// x-zbstream-request-id value ("" when absent: a create that is not
+// idempotent, as from a client that does not know the header).
+func requestIDHeader(ctx context.Context) (string, error) { return oneHeader(ctx, HeaderRequestID) }
+
+// oneHeader returns the one value of metadata key ("" when absent); two
+// values are INVALID_ARGUMENT.
+func oneHeader(ctx context.Context, key string) (string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(HeaderTable)
+	vals := md.Get(key)
 	switch len(vals) {
 	case 0:
 		return "", nil
 	case 1:
 		return vals[0], nil
 	default:
-		return "", status.Errorf(codes.InvalidArgument, "more than one %s value", HeaderTable)
+		return "", status.Errorf(codes.InvalidArgument, "more than one %s value", key)
 	}
 }
 

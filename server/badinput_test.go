@@ -61,8 +61,8 @@ func TestBadFirstMessages(t *testing.T) {
 		{"persistent malformed", "PersistentStream", []any{malformed}},
 		{"persistent nothing", "PersistentStream", nil},
 		{"persistent create without body", "PersistentStream", []any{&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: &ingestpb.CreatePersistentStreamRequest{}}}}},
-		{"persistent create bad table", "PersistentStream", []any{pcreateReq(jsonCreate("a.b.c.d"), "")}},
-		{"persistent create no type", "PersistentStream", []any{pcreateReq(&ingestpb.CreateIngestStreamRequest{TableName: proto.String(ts.Table)}, "")}},
+		{"persistent create bad table", "PersistentStream", []any{pcreateReq(jsonCreate("a.b.c.d"))}},
+		{"persistent create no type", "PersistentStream", []any{pcreateReq(&ingestpb.CreateIngestStreamRequest{TableName: proto.String(ts.Table)})}},
 		{"persistent resume without id", "PersistentStream", []any{&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_ResumeStream{ResumeStream: &ingestpb.ResumeIngestStreamRequest{RecordType: ingestpb.RecordType_JSON.Enum()}}}}},
 		{"persistent resume without type", "PersistentStream", []any{&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_ResumeStream{ResumeStream: &ingestpb.ResumeIngestStreamRequest{Identifier: &ingestpb.ResumeIngestStreamRequest_StreamId{StreamId: id}}}}}},
 		{"persistent resume wrong type", "PersistentStream", []any{presumeReq(id, ingestpb.RecordType_PROTO, nil)}},
@@ -94,7 +94,7 @@ func TestBadMessagesAfterOpen(t *testing.T) {
 		req  *ingestpb.PersistentStreamRequest
 		code codes.Code
 	}{
-		{"second create", pcreateReq(jsonCreate(ts.Table), ""), codes.InvalidArgument},
+		{"second create", pcreateReq(jsonCreate(ts.Table)), codes.InvalidArgument},
 		{"resume after open", presumeReq(seedID, ingestpb.RecordType_JSON, nil), codes.InvalidArgument},
 		{"empty message", &ingestpb.PersistentStreamRequest{}, codes.InvalidArgument},
 		{"missing offset", rec(&ingestpb.IngestRecordRequest{Record: &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: `{}`}}), codes.InvalidArgument},
@@ -186,7 +186,7 @@ func TestBadCredentialsAndHeaders(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, req := range []*ingestpb.PersistentStreamRequest{
-				pcreateReq(jsonCreate(ts.Table), ""),
+				pcreateReq(jsonCreate(ts.Table)),
 				presumeReq(id, ingestpb.RecordType_JSON, nil),
 			} {
 				st := openPersistent(t, c, ctxWith(t, tc.token, tc.table))
@@ -203,8 +203,8 @@ func TestBadCredentialsAndHeaders(t *testing.T) {
 	// Malformed authorization values.
 	for _, v := range []string{"Basic abc", "Bearer", "Bearer   ", ts.Token} {
 		ctx := callCtx(t, ts)
-		st := openPersistent(t, c, ctxWithAuthValue(ctx, v, ts.Table))
-		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
+		st := openPersistent(t, c, withReqID(ctxWithAuthValue(ctx, v, ts.Table), ""))
+		psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 		_, err := pend(t, st)
 		wantCode(t, err, codes.Unauthenticated)
 	}
@@ -214,7 +214,7 @@ func TestMalformedMessageAfterOpen(t *testing.T) {
 	ts, _ := seeded(t)
 	cc := ts.Dial(t)
 	before := takeSnapshot(t, ts.Server)
-	err := rawCall(t, cc, callCtx(t, ts), "PersistentStream", pcreateReq(jsonCreate(ts.Table), ""),
+	err := rawCall(t, cc, callCtx(t, ts), "PersistentStream", pcreateReq(jsonCreate(ts.Table)),
 		&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecord{IngestRecord: jsonRec(0, `{}`)}},
 		[]byte{0x1a, 0x7f})
 	wantCode(t, err, codes.InvalidArgument)

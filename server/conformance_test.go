@@ -296,8 +296,8 @@ func TestIdempotentCreate(t *testing.T) {
 		t.Fatalf("meta %+v", m)
 	}
 	// The same id for another table or record type is refused.
-	pst := openPersistent(t, c, callCtx(t, ts))
-	psend(t, pst, pcreateReq(protoCreate(ts.Table, mustMarshal(t, eventDescriptor())), "req-1"))
+	pst := openPersistent(t, c, withReqID(callCtx(t, ts), "req-1"))
+	psend(t, pst, pcreateReq(protoCreate(ts.Table, mustMarshal(t, eventDescriptor()))))
 	_, err := pend(t, pst)
 	wantCode(t, err, codes.InvalidArgument)
 }
@@ -374,8 +374,8 @@ func TestResumeMismatchIsInvalidArgument(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)
 	desc := mustMarshal(t, eventDescriptor())
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(protoCreate(ts.Table, desc), ""))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+	psend(t, st, pcreateReq(protoCreate(ts.Table, desc)))
 	r, err := st.Recv()
 	if err != nil {
 		t.Fatal(err)
@@ -422,9 +422,12 @@ func TestRetire(t *testing.T) {
 	pjson(t, st, 1, `{}`)
 	pwaitAck(t, st, 1)
 	// Retiring fences the live writer.
-	resp, err := c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String(id)})
-	if err != nil || resp.LastCommittedOffset == nil || *resp.LastCommittedOffset != 1 {
-		t.Fatalf("retire: %v %v", resp, err)
+	resp, err := c.RetireStream(ctx, retireReq(ts.Table, id))
+	if err != nil || proto.Size(resp) != 0 {
+		t.Fatalf("retire: %v %v (the answer is empty)", resp, err)
+	}
+	if m := meta(t, ts.Server, id); m.Watermark != 1 {
+		t.Fatalf("retired at watermark %d, want 1", m.Watermark)
 	}
 	// ABORTED, not NOT_FOUND: the writer is fenced before the retire is
 	// done; its resume tells it the outcome.
@@ -444,21 +447,29 @@ func TestRetire(t *testing.T) {
 	if !strings.Contains(err.Error(), "retired") {
 		t.Fatalf("message %v", err)
 	}
-	// Retire is idempotent; unknown ids are NOT_FOUND; empty streams have no watermark.
-	if resp, err := c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String(id)}); err != nil || resp.GetLastCommittedOffset() != 1 {
+	// Retire is idempotent; unknown ids are NOT_FOUND; the table must be
+	// the stream's.
+	if resp, err := c.RetireStream(ctx, retireReq(ts.Table, id)); err != nil {
 		t.Fatalf("retire again: %v %v", resp, err)
 	}
-	_, err = c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String("nope")})
+	_, err = c.RetireStream(ctx, retireReq(ts.Table, "nope"))
 	wantCode(t, err, codes.NotFound)
 	_, err = c.RetireStream(ctx, &ingestpb.RetireStreamRequest{})
 	wantCode(t, err, codes.InvalidArgument)
+	_, err = c.RetireStream(ctx, &ingestpb.RetireStreamRequest{Identifier: &ingestpb.RetireStreamRequest_StreamId{StreamId: id}})
+	wantCode(t, err, codes.InvalidArgument) // no table_name
+	_, err = c.RetireStream(callCtx(t, ts), retireReq("main.other.table", id))
+	wantCode(t, err, codes.InvalidArgument)
+	if err != nil && !strings.Contains(err.Error(), "is not the table of stream") {
+		t.Fatalf("another table: %v", err)
+	}
 	est, _ := pcreate(t, ts, c, "")
 	pclose(t, est)
 	ms, _ := ts.Streams(t.Context())
 	for _, m := range ms {
 		if m.ID != id {
-			resp, err := c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String(m.ID)})
-			if err != nil || resp.LastCommittedOffset != nil {
+			resp, err := c.RetireStream(ctx, retireReq(ts.Table, m.ID))
+			if err != nil || !meta(t, ts.Server, m.ID).Retired {
 				t.Fatalf("retire empty: %v %v", resp, err)
 			}
 		}
@@ -469,16 +480,16 @@ func TestRetire(t *testing.T) {
 	ms, _ = ts.Streams(t.Context())
 	for _, m := range ms {
 		if m.RequestID == "r" {
-			c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String(m.ID)})
+			c.RetireStream(ctx, retireReq(ts.Table, m.ID))
 		}
 	}
-	st6 := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st6, pcreateReq(jsonCreate(ts.Table), "r"))
+	st6 := openPersistent(t, c, withReqID(callCtx(t, ts), "r"))
+	psend(t, st6, pcreateReq(jsonCreate(ts.Table)))
 	_, err = pend(t, st6)
 	wantCode(t, err, codes.NotFound)
 	// Ephemeral streams cannot be retired.
 	es, eid := ecreate(t, ts, c, jsonCreate(ts.Table))
-	_, err = c.RetireStream(ctx, &ingestpb.RetireStreamRequest{StreamId: proto.String(eid)})
+	_, err = c.RetireStream(ctx, retireReq(ts.Table, eid))
 	wantCode(t, err, codes.InvalidArgument)
 	es.CloseSend()
 	eend(es)
@@ -584,8 +595,8 @@ func TestProtoRecordsAreValidated(t *testing.T) {
 		"wrong wire type":  {0x08, 0x01}, // field 1 as varint, declared string
 	} {
 		t.Run(name, func(t *testing.T) {
-			st := openPersistent(t, c, callCtx(t, ts))
-			psend(t, st, pcreateReq(protoCreate(ts.Table, desc), ""))
+			st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+			psend(t, st, pcreateReq(protoCreate(ts.Table, desc)))
 			r, err := st.Recv()
 			if err != nil {
 				t.Fatal(err)
@@ -613,8 +624,8 @@ func TestProtoRecordsAreValidated(t *testing.T) {
 		"no name":    mustMarshal(t, &descriptorpb.DescriptorProto{}),
 	} {
 		t.Run("descriptor "+name, func(t *testing.T) {
-			st := openPersistent(t, c, callCtx(t, ts))
-			psend(t, st, pcreateReq(protoCreate(ts.Table, d), ""))
+			st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+			psend(t, st, pcreateReq(protoCreate(ts.Table, d)))
 			_, err := pend(t, st)
 			wantCode(t, err, codes.InvalidArgument)
 		})
@@ -625,8 +636,8 @@ func TestProtoRecordsAreValidated(t *testing.T) {
 	for _, tc := range recursiveCases() {
 		t.Run("recursive "+tc.name, func(t *testing.T) {
 			md := tc.build(t)
-			st := openPersistent(t, c, callCtx(t, ts))
-			psend(t, st, pcreateReq(protoCreate(ts.Table, mustMarshal(t, tc.desc)), ""))
+			st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+			psend(t, st, pcreateReq(protoCreate(ts.Table, mustMarshal(t, tc.desc))))
 			r, err := st.Recv()
 			if err != nil {
 				t.Fatalf("create: %v", err)
@@ -799,8 +810,8 @@ func TestOversizeMessageLimits(t *testing.T) {
 		})
 	}
 	// An oversize first message is refused the same way.
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(jsonCreate(ts.Table+strings.Repeat("x", limit)), ""))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table+strings.Repeat("x", limit))))
 	_, err := pend(t, st)
 	wantCode(t, err, codes.InvalidArgument)
 	if !strings.Contains(err.Error(), "byte limit") {
@@ -825,7 +836,7 @@ func TestAuth(t *testing.T) {
 	pclose(t, st)
 	before := takeSnapshot(t, ts.Server)
 
-	create := pcreateReq(jsonCreate(ts.Table), "")
+	create := pcreateReq(jsonCreate(ts.Table))
 	resume := presumeReq(id, ingestpb.RecordType_JSON, nil)
 	for _, tc := range []struct {
 		name         string
@@ -871,7 +882,7 @@ func TestAuth(t *testing.T) {
 				wantCode(t, err, tc.code)
 				noTable(err)
 			} else {
-				_, err := c.RetireStream(ctxWith(t, tc.token, tc.table), &ingestpb.RetireStreamRequest{StreamId: proto.String(id)})
+				_, err := c.RetireStream(ctxWith(t, tc.token, tc.table), retireReq(ts.Table, id))
 				wantCode(t, err, tc.code)
 				noTable(err)
 			}
@@ -888,7 +899,7 @@ func TestAuth(t *testing.T) {
 	}
 	pclose(t, st2)
 	// RetireStream checks the table header only when present.
-	if _, err := c.RetireStream(ctxWith(t, ts.Token, ""), &ingestpb.RetireStreamRequest{StreamId: proto.String(id)}); err != nil {
+	if _, err := c.RetireStream(ctxWith(t, ts.Token, ""), retireReq(ts.Table, id)); err != nil {
 		t.Fatal(err)
 	}
 	logMu.Lock()
@@ -917,15 +928,15 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 func TestOpenModeNeedsNoToken(t *testing.T) {
 	ts := startServer(t, servertest.Open())
 	c := ts.Client(t)
-	st := openPersistent(t, c, ctxWith(t, "", ""))
-	psend(t, st, pcreateReq(jsonCreate("any.table.here"), ""))
+	st := openPersistent(t, c, withReqID(ctxWith(t, "", ""), ""))
+	psend(t, st, pcreateReq(jsonCreate("any.table.here")))
 	if r, err := st.Recv(); err != nil || r.GetCreateStreamResponse().GetStreamId() == "" {
 		t.Fatalf("create: %v %v", r, err)
 	}
 	pclose(t, st)
 	// A present header must still match.
 	st = openPersistent(t, c, ctxWith(t, "", "x.y.z"))
-	psend(t, st, pcreateReq(jsonCreate("any.table.here"), ""))
+	psend(t, st, pcreateReq(jsonCreate("any.table.here")))
 	_, err := pend(t, st)
 	wantCode(t, err, codes.InvalidArgument)
 }
@@ -1131,8 +1142,8 @@ func TestFaultFailOpen(t *testing.T) {
 	c := ts.Client(t)
 	h := ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultFailOpen, Code: codes.PermissionDenied, Message: "nope", Times: server.Unlimited})
 	for range 2 {
-		st := openPersistent(t, c, callCtx(t, ts))
-		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
+		st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+		psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 		_, err := pend(t, st)
 		wantCode(t, err, codes.PermissionDenied)
 	}
@@ -1160,8 +1171,8 @@ func TestFaultLoseOpenResponseThenIdempotentCreate(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)
 	ts.Inject(server.Match{Table: ts.Table, Kind: server.KindPersistent}, server.Fault{Kind: server.FaultLoseOpenResponse})
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(jsonCreate(ts.Table), "lost"))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), "lost"))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 	_, err := pend(t, st)
 	wantCode(t, err, codes.Unavailable)
 	ms, _ := ts.Streams(t.Context())
@@ -1352,8 +1363,8 @@ func TestFaultOpenResponses(t *testing.T) {
 	// Creates.
 	createWith := func(f server.Fault) *ingestpb.PersistentStreamResponse {
 		ts.Inject(server.Match{Table: ts.Table}, f)
-		st := openPersistent(t, c, callCtx(t, ts))
-		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
+		st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+		psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 		r, err := st.Recv()
 		if err != nil {
 			t.Fatal(err)
@@ -1456,7 +1467,7 @@ func TestTLS(t *testing.T) {
 	pclose(t, st)
 	// Plaintext is refused.
 	plain := ts.Client(t)
-	_, err = plain.RetireStream(callCtx(t, ts), &ingestpb.RetireStreamRequest{StreamId: proto.String("x")})
+	_, err = plain.RetireStream(callCtx(t, ts), retireReq(ts.Table, "x"))
 	wantCode(t, err, codes.Unavailable)
 }
 

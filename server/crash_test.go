@@ -113,6 +113,9 @@ type crashWriter struct {
 // after the server's watermark, as an exactly-once client does.
 func (cw *crashWriter) run(ctx context.Context, cc *grpc.ClientConn, stop <-chan struct{}) error {
 	ctx = metadata.AppendToOutgoingContext(ctx, server.HeaderTable, crashTable)
+	if cw.id == "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, server.HeaderRequestID, fmt.Sprintf("crash-writer-%d", cw.w))
+	}
 	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(ctx)
 	if err != nil {
 		return err
@@ -121,8 +124,7 @@ func (cw *crashWriter) run(ctx context.Context, cc *grpc.ClientConn, stop <-chan
 	if cw.id == "" {
 		err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
 			CreateStream: &ingestpb.CreatePersistentStreamRequest{
-				CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: proto.String(crashTable), RecordType: ingestpb.RecordType_JSON.Enum()},
-				ClientRequestId: proto.String(fmt.Sprintf("crash-writer-%d", cw.w)),
+				CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: proto.String(crashTable), RecordType: ingestpb.RecordType_JSON.Enum()},
 			}}})
 	} else {
 		err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_ResumeStream{

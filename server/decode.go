@@ -242,7 +242,7 @@ func decodeOpen(kind StreamKind, b []byte) *clientMsg {
 		}
 		switch p := r.Payload.(type) {
 		case *ingestpb.PersistentStreamRequest_CreateStream:
-			return &clientMsg{kind: msgCreate, create: p.CreateStream.GetCreateStream(), requestID: p.CreateStream.GetClientRequestId()}
+			return &clientMsg{kind: msgCreate, create: p.CreateStream.GetCreateStream()}
 		case *ingestpb.PersistentStreamRequest_ResumeStream:
 			return &clientMsg{kind: msgResume, resume: p.ResumeStream}
 		}

@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
 	"github.com/zbstream/zbstream/server"
@@ -32,8 +31,8 @@ func TestTableNameNotUTF8(t *testing.T) {
 			const table = "main.\xff\xfe.t"
 			ts := servertest.Start(t, servertest.WithStore(st), servertest.Open())
 			c := ts.Client(t)
-			ps := openPersistent(t, c, ctxWith(t, "", ""))
-			psend(t, ps, pcreateReq(jsonCreate(table), "r"))
+			ps := openPersistent(t, c, withReqID(ctxWith(t, "", ""), "r"))
+			psend(t, ps, pcreateReq(jsonCreate(table)))
 			_, err := pend(t, ps)
 			wantCode(t, err, codes.InvalidArgument)
 			if !strings.Contains(status.Convert(err).Message(), "UTF-8") {
@@ -74,15 +73,15 @@ func TestEchoesAreBounded(t *testing.T) {
 	}
 
 	// The table header (up to the header limit) against another table.
-	ps := openPersistent(t, c, ctxWith(t, ts.Token, "main.s."+long))
-	psend(t, ps, pcreateReq(jsonCreate(ts.Table), ""))
+	ps := openPersistent(t, c, withReqID(ctxWith(t, ts.Token, "main.s."+long), ""))
+	psend(t, ps, pcreateReq(jsonCreate(ts.Table)))
 	_, err := pend(t, ps)
 	check("table header", err, codes.InvalidArgument)
 
 	// A table name, a stream id and a request id in messages (10 MiB each
 	// at most).
 	ps = openPersistent(t, c, ctxWith(t, ts.Token, ""))
-	psend(t, ps, pcreateReq(jsonCreate("main."+big), ""))
+	psend(t, ps, pcreateReq(jsonCreate("main."+big)))
 	_, err = pend(t, ps)
 	check("table name", err, codes.InvalidArgument)
 
@@ -91,7 +90,7 @@ func TestEchoesAreBounded(t *testing.T) {
 	_, err = pend(t, ps)
 	check("stream id", err, codes.NotFound)
 
-	_, err = c.RetireStream(callCtx(t, ts), &ingestpb.RetireStreamRequest{StreamId: proto.String(big)})
+	_, err = c.RetireStream(callCtx(t, ts), retireReq(ts.Table, big))
 	check("retired stream id", err, codes.NotFound)
 
 	logMu.Lock()

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
@@ -38,14 +39,16 @@ func Example() {
 	}
 	defer cc.Close()
 	ctx := servertest.OutgoingContext(context.Background(), "s3cret", table)
+	// The create's idempotency key is metadata: a retried create with the
+	// same key gets the same stream.
+	ctx = metadata.AppendToOutgoingContext(ctx, server.HeaderRequestID, "example-1")
 	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(ctx)
 	if err != nil {
 		panic(err)
 	}
 	st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
 		CreateStream: &ingestpb.CreatePersistentStreamRequest{
-			CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: proto.String(table), RecordType: ingestpb.RecordType_JSON.Enum()},
-			ClientRequestId: proto.String("example-1"),
+			CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: proto.String(table), RecordType: ingestpb.RecordType_JSON.Enum()},
 		}}})
 	created, err := st.Recv()
 	if err != nil {

@@ -90,14 +90,13 @@ func BenchmarkServerIngest(b *testing.B) {
 // benchStream creates a persistent stream, pipelines n batches and waits for
 // the ack of the last one.
 func benchStream(b *testing.B, ts *servertest.Server, c ingestpb.ZerobusClient, reqID string, n int, batch []string) error {
-	st, err := c.PersistentStream(ts.Context(b.Context()))
+	st, err := c.PersistentStream(withReqID(ts.Context(b.Context()), reqID))
 	if err != nil {
 		return err
 	}
 	err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{
 		CreateStream: &ingestpb.CreatePersistentStreamRequest{
-			CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: proto.String(ts.Table), RecordType: ingestpb.RecordType_JSON.Enum()},
-			ClientRequestId: proto.String(reqID),
+			CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: proto.String(ts.Table), RecordType: ingestpb.RecordType_JSON.Enum()},
 		}}})
 	if err != nil {
 		return err

@@ -55,7 +55,7 @@ func TestHeadersBeforeFirstMessage(t *testing.T) {
 	t.Run("persistent create and resume", func(t *testing.T) {
 		st := openPersistent(t, c, ctx(ts.Token))
 		awaitHeader(t, st.Header)
-		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
+		psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 		r, err := st.Recv()
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestHeadersBeforeFirstMessage(t *testing.T) {
 		t.Run(tc.name+"/persistent", func(t *testing.T) {
 			st := openPersistent(t, c, ctx(tc.token))
 			awaitHeader(t, st.Header)
-			psend(t, st, pcreateReq(tc.cr, ""))
+			psend(t, st, pcreateReq(tc.cr))
 			_, err := pend(t, st)
 			wantCode(t, err, tc.code)
 		})

@@ -76,8 +76,8 @@ func TestConnectionsPerPrincipalCap(t *testing.T) {
 	c := ts.Client(t)
 	a, _ := pcreate(t, ts, c, "")
 	b, _ := pcreate(t, ts, c, "")
-	third := openPersistent(t, c, callCtx(t, ts))
-	psend(t, third, pcreateReq(jsonCreate(ts.Table), ""))
+	third := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+	psend(t, third, pcreateReq(jsonCreate(ts.Table)))
 	_, err := pend(t, third)
 	wantCode(t, err, codes.ResourceExhausted)
 	es, err := c.EphemeralStream(callCtx(t, ts))
@@ -86,8 +86,8 @@ func TestConnectionsPerPrincipalCap(t *testing.T) {
 	}
 	wantCode(t, eend(es), codes.ResourceExhausted)
 
-	carol := openPersistent(t, c, ctxWith(t, "tok-carol", ts.Table))
-	psend(t, carol, pcreateReq(jsonCreate(ts.Table), ""))
+	carol := openPersistent(t, c, withReqID(ctxWith(t, "tok-carol", ts.Table), ""))
+	psend(t, carol, pcreateReq(jsonCreate(ts.Table)))
 	if _, err := carol.Recv(); err != nil {
 		t.Fatalf("carol: %v", err)
 	}
@@ -97,8 +97,8 @@ func TestConnectionsPerPrincipalCap(t *testing.T) {
 	// The place is freed once the call has ended on the server; the
 	// client may see its end first, so retry on RESOURCE_EXHAUSTED.
 	for {
-		st := openPersistent(t, c, callCtx(t, ts))
-		psend(t, st, pcreateReq(jsonCreate(ts.Table), ""))
+		st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+		psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 		_, err := st.Recv()
 		if err == nil {
 			pclose(t, st)

@@ -108,12 +108,25 @@ func psend(t *testing.T, st pstream, req *ingestpb.PersistentStreamRequest) {
 	}
 }
 
-func pcreateReq(cr *ingestpb.CreateIngestStreamRequest, reqID string) *ingestpb.PersistentStreamRequest {
+// pcreateReq is a persistent create; its request id, if any, is the
+// call's metadata (withReqID).
+func pcreateReq(cr *ingestpb.CreateIngestStreamRequest) *ingestpb.PersistentStreamRequest {
 	c := &ingestpb.CreatePersistentStreamRequest{CreateStream: cr}
-	if reqID != "" {
-		c.ClientRequestId = proto.String(reqID)
-	}
 	return &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: c}}
+}
+
+// retireReq retires stream id of table.
+func retireReq(table, id string) *ingestpb.RetireStreamRequest {
+	return &ingestpb.RetireStreamRequest{TableName: &table, Identifier: &ingestpb.RetireStreamRequest_StreamId{StreamId: id}}
+}
+
+// withReqID adds a persistent create's idempotency key to the call's
+// metadata ("": none).
+func withReqID(ctx context.Context, reqID string) context.Context {
+	if reqID == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, server.HeaderRequestID, reqID)
 }
 
 func presumeReq(id string, typ ingestpb.RecordType, desc []byte) *ingestpb.PersistentStreamRequest {
@@ -125,8 +138,8 @@ func presumeReq(id string, typ ingestpb.RecordType, desc []byte) *ingestpb.Persi
 // its id.
 func pcreate(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient, reqID string) (pstream, string) {
 	t.Helper()
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(jsonCreate(ts.Table), reqID))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), reqID))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 	r, err := st.Recv()
 	if err != nil {
 		t.Fatalf("create: %v", err)

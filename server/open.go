@@ -32,9 +32,9 @@ func validTableName(name string) bool {
 }
 
 // openCreate is the create handshake of both stream kinds. A persistent
-// create with a client_request_id that the same principal already used
-// on the same table returns that stream (idempotent create, scoped as
-// owner.go says).
+// create whose request id (the x-zbstream-request-id metadata) the same
+// principal already used on the same table returns that stream
+// (idempotent create, scoped as owner.go says).
 func (c *conn) openCreate(m *clientMsg) error {
 	s, cr := c.s, m.create
 	if cr == nil {
@@ -64,7 +64,9 @@ func (c *conn) openCreate(m *clientMsg) error {
 		meta.Descriptor = cr.GetDescriptorProto()
 	}
 	if c.kind == KindPersistent {
-		meta.RequestID = m.requestID
+		if meta.RequestID, err = requestIDHeader(c.ctx); err != nil {
+			return err
+		}
 	}
 	stored, created, err := s.store.CreateStream(c.ctx, meta)
 	if err != nil {
@@ -78,7 +80,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 			return status.Errorf(codes.Internal, "store returned stream %q for another principal, table or kind", stored.ID)
 		case stored.RecordType != meta.RecordType ||
 			(schema.Type() == ingestpb.RecordType_PROTO && !record.SameDescriptor(stored.Descriptor, meta.Descriptor)):
-			return invalid("client_request_id %q already names a stream with another record type or descriptor", clip(m.requestID))
+			return invalid("%s %q already names a stream with another record type or descriptor", HeaderRequestID, clip(meta.RequestID))
 		case stored.Retired:
 			return errRetired(stored.ID)
 		}

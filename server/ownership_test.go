@@ -34,8 +34,8 @@ func TestRequestIDIsScopedToPrincipalAndTable(t *testing.T) {
 	pwaitAck(t, alice, 2)
 
 	// carol: same table, same id: her own, new stream.
-	carol := openPersistent(t, c, ctxWith(t, "tok-carol", ts.Table))
-	psend(t, carol, pcreateReq(jsonCreate(ts.Table), "job-42"))
+	carol := openPersistent(t, c, withReqID(ctxWith(t, "tok-carol", ts.Table), "job-42"))
+	psend(t, carol, pcreateReq(jsonCreate(ts.Table)))
 	r, err := carol.Recv()
 	if err != nil {
 		t.Fatalf("carol's create: %v", err)
@@ -57,8 +57,8 @@ func TestRequestIDIsScopedToPrincipalAndTable(t *testing.T) {
 	pclose(t, alice)
 
 	// dave, on another table, reuses the id: his own stream too.
-	dave := openPersistent(t, c, ctxWith(t, "tok-dave", otherTable))
-	psend(t, dave, pcreateReq(jsonCreate(otherTable), "job-42"))
+	dave := openPersistent(t, c, withReqID(ctxWith(t, "tok-dave", otherTable), "job-42"))
+	psend(t, dave, pcreateReq(jsonCreate(otherTable)))
 	r, err = dave.Recv()
 	if err != nil {
 		t.Fatalf("dave's create: %v", err)
@@ -115,7 +115,7 @@ func TestOtherPrincipalsStreamIsNotFound(t *testing.T) {
 	}
 	retireStatus := func(token, id string) *status.Status {
 		t.Helper()
-		_, err := c.RetireStream(ctxWith(t, token, ts.Table), &ingestpb.RetireStreamRequest{StreamId: proto.String(id)})
+		_, err := c.RetireStream(ctxWith(t, token, ts.Table), retireReq(ts.Table, id))
 		return status.Convert(err)
 	}
 	for _, token := range []string{"tok-carol", "tok-admin"} {
@@ -137,7 +137,7 @@ func TestOtherPrincipalsStreamIsNotFound(t *testing.T) {
 		t.Fatalf("stream after foreign resume/retire: %+v", m)
 	}
 	// The owner may retire it.
-	if _, err := c.RetireStream(ctxWith(t, ts.Token, ts.Table), &ingestpb.RetireStreamRequest{StreamId: proto.String(id)}); err != nil {
+	if _, err := c.RetireStream(ctxWith(t, ts.Token, ts.Table), retireReq(ts.Table, id)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -231,8 +231,8 @@ func TestClosedEnumOutOfRangeIsRefused(t *testing.T) {
 
 	ts := startServer(t)
 	c := ts.Client(t)
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(protoCreate(ts.Table, mustMarshal(t, desc)), ""))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), ""))
+	psend(t, st, pcreateReq(protoCreate(ts.Table, mustMarshal(t, desc))))
 	r, err := st.Recv()
 	if err != nil {
 		t.Fatal(err)

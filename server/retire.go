@@ -17,9 +17,12 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 	if why, ok := decodeError(req); ok {
 		return nil, invalid("%s", why)
 	}
-	id := req.GetStreamId()
+	id, table := req.GetStreamId(), req.GetTableName()
 	if id == "" {
 		return nil, invalid("retire without stream_id")
+	}
+	if table == "" {
+		return nil, invalid("retire without table_name")
 	}
 	meta, err := s.store.Stream(ctx, id)
 	if errors.Is(err, ErrStreamNotFound) || (err == nil && !owns(meta, p)) {
@@ -33,6 +36,10 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 	if err := s.opts.Auth.authorizeTable(ctx, p, meta.Table, false); err != nil {
 		return nil, err
 	}
+	if table != meta.Table {
+		// Checked after the permission, as authorizeTable says why.
+		return nil, invalid("table_name %q is not the table of stream %q", clip(table), clip(id))
+	}
 	// The live writer is fenced before the retire is durable (it may still
 	// fail), so it is told ABORTED, not NOT_FOUND: its resume then learns
 	// the outcome (NOT_FOUND once retired).
@@ -45,5 +52,5 @@ func (s *Server) retire(ctx context.Context, req *ingestpb.RetireStreamRequest) 
 		return nil, storeStatus(err)
 	}
 	s.log.Info("stream retired", "stream", id, "principal", p.Name, "watermark", w)
-	return &ingestpb.RetireStreamResponse{LastCommittedOffset: watermarkPtr(w)}, nil
+	return &ingestpb.RetireStreamResponse{}, nil
 }

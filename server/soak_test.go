@@ -136,14 +136,14 @@ func TestSoakHostileClients(t *testing.T) {
 		bigBatch[i] = `{"k":"` + big + `"}`
 	}
 	// Eight non-readers, each on its own TCP connection.
-	for i := range 8 {
+	for range 8 {
 		c := ts.Client(t)
 		hostile(func() {
 			s, err := c.PersistentStream(hctx)
 			if err != nil {
 				return
 			}
-			if s.Send(pcreateReq(jsonCreate(ts.Table), fmt.Sprintf("flood-%d", i))) != nil {
+			if s.Send(pcreateReq(jsonCreate(ts.Table))) != nil {
 				return
 			}
 			for off := int64(0); ctx.Err() == nil; off++ {
@@ -199,8 +199,8 @@ func TestSoakHostileClients(t *testing.T) {
 
 	// The honest writer, on its own connection, for dur.
 	h := &honestWriter{t: t, ts: ts, c: ts.Client(t), pad: big}
-	h.w = openPersistent(t, h.c, ts.Context(ctx))
-	psend(t, h.w, pcreateReq(jsonCreate(ts.Table), "honest"))
+	h.w = openPersistent(t, h.c, withReqID(ts.Context(ctx), "honest"))
+	psend(t, h.w, pcreateReq(jsonCreate(ts.Table)))
 	r, err := h.w.Recv()
 	if err != nil {
 		t.Fatalf("honest create: %v", err)

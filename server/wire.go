@@ -41,7 +41,6 @@ func (k msgKind) String() string {
 type clientMsg struct {
 	kind      msgKind
 	create    *ingestpb.CreateIngestStreamRequest // msgCreate (nil: missing)
-	requestID string                              // msgCreate, persistent
 	resume    *ingestpb.ResumeIngestStreamRequest // msgResume
 	offset    *int64                              // msgIngest
 	recType   ingestpb.RecordType                 // msgIngest: type of the records (0: none set)

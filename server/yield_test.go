@@ -97,8 +97,8 @@ func TestFirstMessageNotReadForTheBudgetIsBusy(t *testing.T) {
 
 	// The same principal's second call: it holds a read hold already, so
 	// no floor; its create is sent at once but cannot be read.
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, pcreateReq(jsonCreate(ts.Table), "second"))
+	st := openPersistent(t, c, withReqID(callCtx(t, ts), "second"))
+	psend(t, st, pcreateReq(jsonCreate(ts.Table)))
 	_, err := st.Recv()
 	wantCode(t, err, codes.Unavailable)
 	if msg := status.Convert(err).Message(); !strings.Contains(msg, "server busy") {

@@ -88,13 +88,13 @@ func TestClientBesideOfficialCode(t *testing.T) {
 		t.Fatalf("acknowledged %d records up to offset %d, want 3 up to 2", got, last)
 	}
 
-	retired, err := officialpb.NewZerobusClient(ts.Dial(t)).RetireStream(ctx,
-		&officialpb.RetireStreamRequest{StreamId: proto.String(s.StreamID())})
+	_, err = officialpb.NewZerobusClient(ts.Dial(t)).RetireStream(ctx, &officialpb.RetireStreamRequest{
+		TableName: proto.String(ts.Table), Identifier: &officialpb.RetireStreamRequest_StreamId{StreamId: s.StreamID()}})
 	if err != nil {
 		t.Fatalf("RetireStream with the official stub: %v", err)
 	}
-	if retired.LastCommittedOffset == nil || retired.GetLastCommittedOffset() != 2 {
-		t.Errorf("retired stream reports last committed offset %v, want 2", retired.LastCommittedOffset)
+	if m, err := ts.Stream(ctx, s.StreamID()); err != nil || !m.Retired || m.Watermark != 2 {
+		t.Errorf("after RetireStream the server has %+v, %v; want retired at watermark 2", m, err)
 	}
 }
 

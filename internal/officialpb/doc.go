@@ -5,10 +5,9 @@
 //
 // It is generated from proto/zerobus_service.proto by the same pinned
 // generator as package ingestpb, with -package databricks.zerobus in place
-// of the project's own package and without ingestpb's -path-prefix. The
-// official file has only the ephemeral-stream part of the contract; the
-// persistent-stream messages here are this project's. What matters for
-// the tests is the registration: the same path and full names as the
+// of the project's own package and without ingestpb's -path-prefix. Its
+// messages are the service's contract (TestCanonicalContract holds
+// ingestpb's .proto to it). What matters for the tests is the registration: the same path and full names as the
 // official code, which is what collides in the protobuf registry. The
 // comments the generated files copy from the .proto describe ingestpb's
 // names, not this package's.

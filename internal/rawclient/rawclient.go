@@ -91,6 +91,9 @@ func (s *Stream) open(ctx context.Context, cfg Config) error {
 	if cfg.Token != "" {
 		md = append(md, grpcio.HeaderAuthorization, "Bearer "+cfg.Token)
 	}
+	if cfg.RequestID != "" {
+		md = append(md, grpcio.HeaderRequestID, cfg.RequestID)
+	}
 	st, err := ingestpb.NewZerobusClient(s.cc).PersistentStream(metadata.AppendToOutgoingContext(ctx, md...))
 	if err != nil {
 		return err
@@ -99,9 +102,6 @@ func (s *Stream) open(ctx context.Context, cfg Config) error {
 	table, rt := cfg.Table, ingestpb.RecordType_JSON
 	create := &ingestpb.CreatePersistentStreamRequest{
 		CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: &table, RecordType: &rt},
-	}
-	if cfg.RequestID != "" {
-		create.ClientRequestId = &cfg.RequestID
 	}
 	err = st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: create}})
 	if err != nil {

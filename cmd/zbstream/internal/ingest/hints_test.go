@@ -51,7 +51,8 @@ func TestIngestRetiredStream(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	st := readState(t, file+".zbstate")
-	if _, err := ts.Client(t).RetireStream(ts.Context(context.Background()), &ingestpb.RetireStreamRequest{StreamId: proto.String(st.StreamID)}); err != nil {
+	if _, err := ts.Client(t).RetireStream(ts.Context(context.Background()), &ingestpb.RetireStreamRequest{TableName: proto.String(st.Table),
+		Identifier: &ingestpb.RetireStreamRequest_StreamId{StreamId: st.StreamID}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Done = false

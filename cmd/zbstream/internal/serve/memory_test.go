@@ -242,13 +242,13 @@ func (l floodLoad) run(ctx context.Context, t *testing.T, addr, token string, se
 	var wg sync.WaitGroup
 	for i := range l.calls {
 		wg.Go(func() {
-			st, err := ccs[i%l.conns].NewStream(memCtx(ctx, token), persistentDesc, persistentMethod)
+			callCtx := metadata.AppendToOutgoingContext(memCtx(ctx, token), server.HeaderRequestID, fmt.Sprintf("flood-%d", i))
+			st, err := ccs[i%l.conns].NewStream(callCtx, persistentDesc, persistentMethod)
 			if err != nil {
 				return
 			}
 			create := &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: &ingestpb.CreatePersistentStreamRequest{
-				CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: proto.String(memTable), RecordType: ingestpb.RecordType_JSON.Enum()},
-				ClientRequestId: proto.String(fmt.Sprintf("flood-%d", i))}}}
+				CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: proto.String(memTable), RecordType: ingestpb.RecordType_JSON.Enum()}}}}
 			if st.SendMsg(create) != nil {
 				return
 			}

@@ -26,9 +26,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/server"
 )
 
 const envEchoChild = "ZBSTREAM_TEST_ECHO_CHILD"
@@ -160,13 +162,12 @@ func (p *proc) cpu(b *testing.B) time.Duration {
 // pipeline creates a persistent stream, sends n batches without waiting
 // and returns once the last one is acknowledged.
 func pipeline(b *testing.B, c ingestpb.ZerobusClient, reqID string, n int, batch []string) error {
-	st, err := c.PersistentStream(memCtx(b.Context(), ""))
+	st, err := c.PersistentStream(metadata.AppendToOutgoingContext(memCtx(b.Context(), ""), server.HeaderRequestID, reqID))
 	if err != nil {
 		return err
 	}
 	if err := st.Send(&ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_CreateStream{CreateStream: &ingestpb.CreatePersistentStreamRequest{
-		CreateStream:    &ingestpb.CreateIngestStreamRequest{TableName: proto.String(memTable), RecordType: ingestpb.RecordType_JSON.Enum()},
-		ClientRequestId: proto.String(reqID)}}}); err != nil {
+		CreateStream: &ingestpb.CreateIngestStreamRequest{TableName: proto.String(memTable), RecordType: ingestpb.RecordType_JSON.Enum()}}}}); err != nil {
 		return err
 	}
 	if _, err := st.Recv(); err != nil {

@@ -93,9 +93,10 @@ func TestServeStreamsEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &info); err != nil || !info.Retired {
 		t.Fatalf("show -json after retire: %v %+v", err, info)
 	}
-	// Retire with -table and -json.
+	// Retire with -table and -json, no admin endpoint: RetireStream's
+	// answer is empty, so the watermark is not known.
 	out = cmds.WantCode(t, 0, "streams", "retire", idB, "-endpoint", srv.Endpoint, "-table", clitest.TableB, "-token", "tok-bob", "-json")
-	if !strings.Contains(out, `"retired": true`) || !strings.Contains(out, `"watermark": 0`) {
+	if !strings.Contains(out, `"retired": true`) || strings.Contains(out, `"watermark"`) {
 		t.Fatalf("retire -json:\n%s", out)
 	}
 

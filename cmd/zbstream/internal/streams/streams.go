@@ -262,10 +262,16 @@ func records(ctx context.Context, src streamSource, id string, f *flags, stdout 
 
 // retire retires a persistent stream with the RetireStream RPC (or
 // in the -data directory).
+//
+// The RetireStream answer carries nothing (the service's contract), so the
+// last committed offset printed is what the stream's source says once it is
+// retired; when the admin endpoint cannot tell (only -endpoint and -table
+// reach the server), the line leaves it out.
 func retire(ctx context.Context, src streamSource, id string, f *flags, stdout io.Writer) error {
 	var (
-		w   int64
-		err error
+		w     int64
+		known = true
+		err   error
 	)
 	if ds, ok := src.(*dataSource); ok {
 		w, err = ds.retire(ctx, id)
@@ -281,44 +287,56 @@ func retire(ctx context.Context, src streamSource, id string, f *flags, stdout i
 			}
 			table = s.Table
 		}
-		if w, err = retireRPC(ctx, f, table, id); err != nil {
+		if err = retireRPC(ctx, f, table, id); err != nil {
 			return err
+		}
+		known = false // no source to read it from (-endpoint and -table only)
+		if src != nil {
+			s, err := src.show(ctx, id)
+			w, known = s.Watermark, err == nil
 		}
 	}
 	if f.json {
-		return writeJSON(stdout, struct {
+		out := struct {
 			ID        string `json:"id"`
 			Retired   bool   `json:"retired"`
-			Watermark int64  `json:"watermark"`
-		}{id, true, w})
+			Watermark *int64 `json:"watermark,omitempty"`
+		}{ID: id, Retired: true}
+		if known {
+			out.Watermark = &w
+		}
+		return writeJSON(stdout, out)
+	}
+	if !known {
+		_, err = fmt.Fprintf(stdout, "retired %s\n", id)
+		return err
 	}
 	_, err = fmt.Fprintf(stdout, "retired %s (last committed offset %d)\n", id, w)
 	return err
 }
 
-func retireRPC(ctx context.Context, f *flags, table, id string) (int64, error) {
+func retireRPC(ctx context.Context, f *flags, table, id string) error {
 	var opts []zbstream.Option
 	if f.token != "" {
 		opts = append(opts, zbstream.WithToken(f.token))
 	}
 	if f.ca != "" {
 		if _, err := os.Stat(f.ca); err != nil {
-			return 0, cli.WithCode(cli.ExitInput, fmt.Errorf("-ca: %w", err))
+			return cli.WithCode(cli.ExitInput, fmt.Errorf("-ca: %w", err))
 		}
 		opts = append(opts, zbstream.WithCAFile(f.ca))
 	}
 	c, err := zbstream.NewClient(f.endpoint, opts...)
 	if err != nil {
-		return 0, cli.ClientErr(err, "-ca-file")
+		return cli.ClientErr(err, "-ca-file")
 	}
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, retireTimeout)
 	defer cancel()
-	w, err := c.RetireStream(ctx, table, id)
-	if err != nil {
-		return 0, retireErr(err)
+	if err := c.RetireStream(ctx, table, id); err != nil {
+		return retireErr(err)
 	}
-	return w, nil
+	return nil
 }
 
 // retireErr is clientErr with the server's own words when it answered
