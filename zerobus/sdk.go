@@ -2,18 +2,11 @@ package zerobus
 
 import (
 	"context"
-	"math"
-	"reflect"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/zbstream/zbstream"
 )
-
-// inflightBytes bounds the bytes of the calls in flight: the zbstream
-// client's default (the official SDK bounds only their number).
-const inflightBytes = 256 << 20
 
 // ZerobusSdk creates streams to one Zerobus endpoint, authenticating with
 // OAuth through one workspace (Unity Catalog) URL or with a headers
@@ -102,70 +95,6 @@ func (s *ZerobusSdk) streamClosed() {
 	}
 }
 
-// Client returns the zbstream client the SDK uses for the OAuth client
-// credentials clientID and clientSecret, for what the official API lacks:
-// persistent (exactly-once) streams, contexts, callbacks, statistics. It is
-// the one CreateStream uses with the same credentials, made on first use.
-// The SDK owns it: do not Close it, Free does; close the streams you make
-// on it before Free. After Free it is an error.
-func (s *ZerobusSdk) Client(clientID, clientSecret string) (*zbstream.Client, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.oauthClient(clientID, clientSecret)
-}
-
-// ClientWithHeadersProvider returns the zbstream client the SDK uses for
-// the headers provider p (see Client). A provider whose dynamic type is not
-// comparable (a map or a func, say) gets a new client on every call.
-func (s *ZerobusSdk) ClientWithHeadersProvider(p HeadersProvider) (*zbstream.Client, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.providerClient(p)
-}
-
-// oauthClient returns the client of the OAuth credentials; s.mu is held.
-func (s *ZerobusSdk) oauthClient(id, secret string) (*zbstream.Client, error) {
-	if s.freed {
-		return nil, fatal(msgFreed)
-	}
-	key := [2]string{id, secret}
-	if c := s.oauth[key]; c != nil {
-		return c, nil
-	}
-	c, err := zbstream.NewClient(s.endpoint, zbstream.WithOAuth(s.ucURL, id, secret), zbstream.WithProxy(proxyFromEnvironment))
-	if err != nil {
-		return nil, wrapCreate(err)
-	}
-	s.oauth[key] = c
-	return c, nil
-}
-
-// providerClient returns the client of the headers provider; s.mu is held.
-func (s *ZerobusSdk) providerClient(p HeadersProvider) (*zbstream.Client, error) {
-	if s.freed {
-		return nil, fatal(msgFreed)
-	}
-	if p == nil {
-		return nil, fatal("Invalid argument: the headers provider is nil.")
-	}
-	comparable := reflect.TypeOf(p).Comparable()
-	if comparable {
-		if c := s.headers[p]; c != nil {
-			return c, nil
-		}
-	}
-	c, err := zbstream.NewClient(s.endpoint, zbstream.WithHeadersProvider(providerAdapter{p}), zbstream.WithProxy(proxyFromEnvironment))
-	if err != nil {
-		return nil, wrapCreate(err)
-	}
-	if comparable {
-		s.headers[p] = c
-	} else {
-		s.others = append(s.others, c)
-	}
-	return c, nil
-}
-
 // CreateStream creates a stream into tableProps.TableName, authenticated
 // with OAuth client credentials: a token from the workspace's
 // /oidc/v1/token, down-scoped to the table. options nil means
@@ -176,27 +105,6 @@ func (s *ZerobusSdk) providerClient(p HeadersProvider) (*zbstream.Client, error)
 func (s *ZerobusSdk) CreateStream(tableProps TableProperties, clientID string, clientSecret string, options *StreamConfigurationOptions) (*ZerobusStream, error) {
 	return s.create(tableProps, options, func() (*zbstream.Client, error) { return s.oauthClient(clientID, clientSecret) })
 }
-
-// HeadersProvider supplies the headers of every stream open (each
-// reconnect included): "authorization" ("Bearer <token>") and, as the
-// official SDK's providers do, "x-databricks-zerobus-table-name" (the
-// stream's table; zbstream sends it anyway). GetHeaders may be called from
-// several goroutines at once. An error fails the open, not retryable.
-type HeadersProvider interface {
-	// GetHeaders returns the headers for one stream open.
-	GetHeaders() (map[string]string, error)
-}
-
-// providerAdapter makes a HeadersProvider a zbstream.HeadersProvider.
-type providerAdapter struct{ p HeadersProvider }
-
-// Headers calls GetHeaders (which takes no context).
-func (a providerAdapter) Headers(context.Context) (map[string]string, error) {
-	return a.p.GetHeaders()
-}
-
-// Invalidate does nothing: the provider decides when to renew.
-func (providerAdapter) Invalidate() {}
 
 // CreateStreamWithHeadersProvider creates a stream as CreateStream does,
 // with the headers of headersProvider instead of OAuth.
@@ -226,55 +134,4 @@ func (s *ZerobusSdk) create(tp TableProperties, options *StreamConfigurationOpti
 		return nil, wrapCreate(err)
 	}
 	return &ZerobusStream{sdk: s, st: st, json: o.RecordType == RecordTypeJson, flushTimeout: millis(o.FlushTimeoutMs)}, nil
-}
-
-// streamOptions translates the options for the zbstream client.
-func streamOptions(tp TableProperties, o StreamConfigurationOptions) ([]zbstream.StreamOption, error) {
-	opts := []zbstream.StreamOption{
-		zbstream.WithMaxInflight(maxInt(o.MaxInflightRequests), inflightBytes),
-		zbstream.WithFlushTimeout(millis(o.FlushTimeoutMs)),
-	}
-	// A zero timeout keeps the client's default, as it always has here.
-	for _, t := range []struct {
-		ms  uint64
-		opt func(time.Duration) zbstream.StreamOption
-	}{{o.RecoveryTimeoutMs, zbstream.WithOpenTimeout}, {o.ServerLackOfAckTimeoutMs, zbstream.WithAckTimeout}, {o.FlushTimeoutMs, zbstream.WithCloseTimeout}} {
-		if t.ms != 0 {
-			opts = append(opts, t.opt(millis(t.ms)))
-		}
-	}
-	if o.Recovery {
-		backoff := millis(o.RecoveryBackoffMs)
-		opts = append(opts, zbstream.WithRetries(int(o.RecoveryRetries)), zbstream.WithBackoff(zbstream.Backoff{Initial: backoff, Max: backoff}))
-	} else {
-		opts = append(opts, zbstream.WithoutRecovery())
-	}
-	grace := time.Duration(math.MaxInt64) // as long as the server announces
-	if p := o.StreamPausedMaxWaitTimeMs; p != nil {
-		grace = millis(*p)
-	}
-	opts = append(opts, zbstream.WithMaxGrace(grace))
-	switch o.RecordType {
-	case RecordTypeJson:
-	case RecordTypeProto:
-		if len(tp.DescriptorProto) == 0 {
-			return nil, fatal(msgNoDescriptor)
-		}
-		m, err := messageOf(tp.DescriptorProto)
-		if err != nil {
-			return nil, fatal("Invalid argument: " + err.Error() + ".")
-		}
-		opts = append(opts, zbstream.WithProtoMessage(m))
-	default:
-		return nil, fatal(msgNoRecordType)
-	}
-	return opts, nil
-}
-
-// millis converts milliseconds to a duration, saturating.
-func millis(ms uint64) time.Duration {
-	if ms > uint64(math.MaxInt64/int64(time.Millisecond)) {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(ms) * time.Millisecond
 }
