@@ -7,19 +7,21 @@ import (
 	"github.com/zbstream/zbstream"
 )
 
-// Client returns the zbstream client the SDK uses for the OAuth client
+// Client returns the SDK's shared zbstream client for the OAuth client
 // credentials clientID and clientSecret, for what the official API lacks:
 // persistent (exactly-once) streams, contexts, callbacks, statistics. It is
-// the one CreateStream uses with the same credentials, made on first use.
-// The SDK owns it: do not Close it, Free does; close the streams you make
-// on it before Free. After Free it is an error.
+// made on first use, and it is the one CreateStream uses with the same
+// credentials under WithConnectionPerStream(false) (with a connection per
+// stream, the default, each stream has a client of its own). The SDK owns
+// it: do not Close it, Free does; close the streams you make on it before
+// Free. After Free it is an error.
 func (s *ZerobusSdk) Client(clientID, clientSecret string) (*zbstream.Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.oauthClient(clientID, clientSecret)
 }
 
-// ClientWithHeadersProvider returns the zbstream client the SDK uses for
+// ClientWithHeadersProvider returns the SDK's shared zbstream client for
 // the headers provider p (see Client). A provider whose dynamic type is not
 // comparable (a map or a func, say) gets a new client on every call.
 func (s *ZerobusSdk) ClientWithHeadersProvider(p HeadersProvider) (*zbstream.Client, error) {
@@ -37,7 +39,7 @@ func (s *ZerobusSdk) oauthClient(id, secret string) (*zbstream.Client, error) {
 	if c := s.oauth[key]; c != nil {
 		return c, nil
 	}
-	c, err := zbstream.NewClient(s.endpoint, zbstream.WithOAuth(s.ucURL, id, secret), zbstream.WithProxy(proxyFromEnvironment))
+	c, err := zbstream.NewClient(s.endpoint, s.clientOptions(zbstream.WithOAuth(s.ucURL, id, secret))...)
 	if err != nil {
 		return nil, wrapCreate(err)
 	}
@@ -51,7 +53,7 @@ func (s *ZerobusSdk) providerClient(p HeadersProvider) (*zbstream.Client, error)
 		return nil, fatal(msgFreed)
 	}
 	if p == nil {
-		return nil, fatal("Invalid argument: the headers provider is nil.")
+		return nil, fatal(msgNoProvider)
 	}
 	comparable := reflect.TypeOf(p).Comparable()
 	if comparable {
@@ -59,7 +61,7 @@ func (s *ZerobusSdk) providerClient(p HeadersProvider) (*zbstream.Client, error)
 			return c, nil
 		}
 	}
-	c, err := zbstream.NewClient(s.endpoint, zbstream.WithHeadersProvider(providerAdapter{p}), zbstream.WithProxy(proxyFromEnvironment))
+	c, err := zbstream.NewClient(s.endpoint, s.clientOptions(zbstream.WithHeadersProvider(providerAdapter{p}))...)
 	if err != nil {
 		return nil, wrapCreate(err)
 	}

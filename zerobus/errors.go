@@ -56,6 +56,7 @@ const (
 	msgActive       = "Stream is in invalid state: Cannot get unacked records from an active stream. Stream must be closed first."
 	msgNoDescriptor = "Invalid argument: Proto descriptor is required for Proto record type."
 	msgNoRecordType = "Invalid argument: Record type is not specified."
+	msgNoProvider   = "Invalid argument: the headers provider is nil."
 )
 
 // wrapCreate converts an error of stream creation: never retryable, as the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,7 +33,50 @@ type local struct {
 	Endpoint  string // the Zerobus endpoint, http://127.0.0.1:port
 	Workspace string // the workspace (Unity Catalog) URL
 	Server    *server.Server
+	Conns     *countingListener // the server's listener: its connections
 	stop      func()
+}
+
+// countingListener counts the connections it accepts and those still open
+// (not yet closed by the server, which closes its side when the client
+// closes the connection).
+type countingListener struct {
+	net.Listener
+	accepted, open atomic.Int64
+}
+
+// Accept accepts a connection and counts it.
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.accepted.Add(1)
+	l.open.Add(1)
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+// countedConn counts its first Close.
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+// Close closes the connection and counts it out.
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// eventually waits up to 10 seconds for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
 
 // startLocal starts the server (memory engine, strict duplicates) with no
@@ -49,11 +94,12 @@ func startLocal() (*local, error) {
 	if err != nil {
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Stop()
 		return nil, err
 	}
+	lis := &countingListener{Listener: tcp}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	hs := httptest.NewServer(ep)
@@ -61,6 +107,7 @@ func startLocal() (*local, error) {
 		Endpoint:  "http://" + lis.Addr().String(),
 		Workspace: hs.URL,
 		Server:    srv,
+		Conns:     lis,
 		stop: func() {
 			hs.Close()
 			srv.Stop()

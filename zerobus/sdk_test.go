@@ -74,7 +74,8 @@ func TestClientPersistent(t *testing.T) {
 	if err := ps.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The SDK's own streams share the client.
+	// The SDK's own streams work beside it (with a connection each, by
+	// default).
 	st, err := sdk.CreateStream(zerobus.TableProperties{TableName: testTable}, testClientID, testClientSecret, jsonOptions())
 	if err != nil {
 		t.Fatal(err)

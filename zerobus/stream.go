@@ -16,12 +16,19 @@ import (
 type ZerobusStream struct {
 	sdk          *ZerobusSdk
 	st           *zbstream.Stream
+	own          *zbstream.Client // the stream's own client, closed with it; nil for a shared one
 	json         bool
 	flushTimeout time.Duration
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// newStream wraps st, opened with the effective options o on the client
+// own (nil when shared).
+func newStream(sdk *ZerobusSdk, st *zbstream.Stream, own *zbstream.Client, o StreamConfigurationOptions) *ZerobusStream {
+	return &ZerobusStream{sdk: sdk, st: st, own: own, json: o.RecordType == RecordTypeJson, flushTimeout: millis(o.FlushTimeoutMs)}
 }
 
 // Stream returns the zbstream stream underneath, for what the official API
@@ -188,7 +195,7 @@ func (st *ZerobusStream) Flush() error {
 }
 
 // Close flushes the stream (at most FlushTimeoutMs), ends it and releases
-// it; it returns the failure if records could not be delivered, whose
+// it (and its connection, when it has one of its own); it returns the failure if records could not be delivered, whose
 // records GetUnackedRecords then returns. A second Close returns nil, as in
 // the official SDK; after Close the other calls return a non-retryable
 // *ZerobusError. Unlike the official SDK, an unclosed stream is not closed
@@ -199,7 +206,7 @@ func (st *ZerobusStream) Close() error {
 		first = true
 		st.closed.Store(true)
 		st.closeErr = wrap(st.st.Close(context.Background()))
-		st.sdk.streamClosed()
+		st.sdk.release(st.own)
 	})
 	if !first {
 		return nil
