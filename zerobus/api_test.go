@@ -46,6 +46,9 @@ var officialMethods = map[reflect.Type]map[string]string{
 		"GetUnackedRecords":   "func(*zerobus.ZerobusStream) ([]interface {}, error)",
 		"Flush":               "func(*zerobus.ZerobusStream) error",
 		"Close":               "func(*zerobus.ZerobusStream) error",
+		// v1.2.0
+		"IngestRecordNowait":  "func(*zerobus.ZerobusStream, interface {}) error",
+		"IngestRecordsNowait": "func(*zerobus.ZerobusStream, []interface {}) error",
 	},
 	reflect.TypeFor[*zerobus.RecordAck](): {
 		"Await":  "func(*zerobus.RecordAck) (int64, error)",

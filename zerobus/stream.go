@@ -1,8 +1,10 @@
 package zerobus
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +21,7 @@ type ZerobusStream struct {
 	own          *zbstream.Client // the stream's own client, closed with it; nil for a shared one
 	json         bool
 	flushTimeout time.Duration
+	nw           nowait
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -28,7 +31,9 @@ type ZerobusStream struct {
 // newStream wraps st, opened with the effective options o on the client
 // own (nil when shared).
 func newStream(sdk *ZerobusSdk, st *zbstream.Stream, own *zbstream.Client, o StreamConfigurationOptions) *ZerobusStream {
-	return &ZerobusStream{sdk: sdk, st: st, own: own, json: o.RecordType == RecordTypeJson, flushTimeout: millis(o.FlushTimeoutMs)}
+	zs := &ZerobusStream{sdk: sdk, st: st, own: own, json: o.RecordType == RecordTypeJson, flushTimeout: millis(o.FlushTimeoutMs)}
+	zs.nw.init()
+	return zs
 }
 
 // Stream returns the zbstream stream underneath, for what the official API
@@ -56,6 +61,41 @@ func (st *ZerobusStream) payload(p interface{}) ([]byte, error) {
 		return []byte(v), nil
 	}
 	return nil, fatal(msgPayloadType)
+}
+
+// batchPayloads returns the bytes of a batch's records: every one a string
+// (JSON) or every one a []byte (a serialized message; not copied), the
+// first deciding, of the stream's type; anything else is a non-retryable
+// *ZerobusError. records is not empty.
+func (st *ZerobusStream) batchPayloads(records []interface{}) ([][]byte, error) {
+	recs := make([][]byte, len(records))
+	switch records[0].(type) {
+	case []byte:
+		for i, r := range records {
+			b, ok := r.([]byte)
+			if !ok {
+				return nil, fatal("All records in batch must be of the same type ([]byte)")
+			}
+			recs[i] = b
+		}
+		if st.json {
+			return nil, fatal(msgTypeMismatch)
+		}
+	case string:
+		for i, r := range records {
+			s, ok := r.(string)
+			if !ok {
+				return nil, fatal("All records in batch must be of the same type (string)")
+			}
+			recs[i] = []byte(s)
+		}
+		if !st.json {
+			return nil, fatal(msgTypeMismatch)
+		}
+	default:
+		return nil, fatal(msgPayloadType)
+	}
+	return recs, nil
 }
 
 // IngestRecord ingests one record, as IngestRecordOffset does, and returns
@@ -105,32 +145,9 @@ func (st *ZerobusStream) IngestRecordsOffset(records []interface{}) (int64, erro
 	if len(records) == 0 {
 		return -1, nil
 	}
-	recs := make([][]byte, len(records))
-	switch records[0].(type) {
-	case []byte:
-		for i, r := range records {
-			b, ok := r.([]byte)
-			if !ok {
-				return -1, fatal("All records in batch must be of the same type ([]byte)")
-			}
-			recs[i] = b
-		}
-		if st.json {
-			return -1, fatal(msgTypeMismatch)
-		}
-	case string:
-		for i, r := range records {
-			s, ok := r.(string)
-			if !ok {
-				return -1, fatal("All records in batch must be of the same type (string)")
-			}
-			recs[i] = []byte(s)
-		}
-		if !st.json {
-			return -1, fatal(msgTypeMismatch)
-		}
-	default:
-		return -1, fatal(msgPayloadType)
+	recs, err := st.batchPayloads(records)
+	if err != nil {
+		return -1, err
 	}
 	off, err := st.st.IngestBatch(context.Background(), recs)
 	if err != nil {
@@ -161,43 +178,55 @@ func (st *ZerobusStream) wait(offset int64) error {
 }
 
 // GetUnackedRecords returns the records not acknowledged, flattened (a
-// batch's records one by one), in offset order: each a string for a JSON
-// stream, a []byte for a proto stream, never nil. Call it after the stream
-// failed or was closed; on a stream still running it is a non-retryable
-// *ZerobusError. (The official SDK refuses it after Close as well, although
-// its documentation shows it used there; here it works after Close.)
+// batch's records one by one), in offset order, followed by those of the
+// Nowait calls the stream never accepted, in call order: each a string for
+// a JSON stream, a []byte for a proto stream, never nil. Call it after the
+// stream failed or was closed; on a stream still running it is a
+// non-retryable *ZerobusError. (The official SDK refuses it after Close as
+// well; here it works after Close.)
 func (st *ZerobusStream) GetUnackedRecords() ([]interface{}, error) {
-	select {
-	case <-st.st.Done():
-	default:
+	if !st.ended() {
 		return nil, fatal(msgActive)
 	}
-	out := []interface{}{}
+	// The Nowait goroutine stops at once on an ended stream; once it has,
+	// a call is either accepted or queued, never both.
+	st.waitStopped()
+	var recs [][]byte
 	for _, b := range st.st.Unacked() {
-		for _, r := range b.Records {
-			if st.json {
-				out = append(out, string(r))
-			} else {
-				out = append(out, append([]byte(nil), r...))
-			}
+		recs = append(recs, b.Records...)
+	}
+	recs = append(recs, st.leftovers()...)
+	out := make([]interface{}, 0, len(recs))
+	for _, r := range recs {
+		if st.json {
+			out = append(out, string(r))
+		} else {
+			out = append(out, bytes.Clone(r))
 		}
 	}
 	return out, nil
 }
 
-// Flush blocks until every record ingested before it is acknowledged, at
-// most FlushTimeoutMs (then a retryable *ZerobusError; the stream goes on).
+// Flush blocks until every record ingested before it is acknowledged,
+// those of earlier Nowait calls included, at most FlushTimeoutMs (then a
+// retryable *ZerobusError; the stream goes on).
 func (st *ZerobusStream) Flush() error {
 	if st.closed.Load() {
 		return fatal(msgClosed)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), st.flushTimeout)
+	defer cancel()
+	if err := st.waitQueued(ctx); err != nil {
+		return &ZerobusError{Message: "Flush timed out: records of Nowait calls are still waiting for room in the stream", IsRetryable: true, err: zbstream.ErrFlushTimeout}
 	}
 	return wrap(st.st.Flush(context.Background()))
 }
 
 // Close flushes the stream (at most FlushTimeoutMs), ends it and releases
-// it (and its connection, when it has one of its own); it returns the failure if records could not be delivered, whose
-// records GetUnackedRecords then returns. A second Close returns nil, as in
-// the official SDK; after Close the other calls return a non-retryable
+// it (and its connection, when it has one of its own); it returns the
+// failure if records could not be delivered, whose records
+// GetUnackedRecords then returns. A second Close returns nil, as in the
+// official SDK; after Close the other calls return a non-retryable
 // *ZerobusError. Unlike the official SDK, an unclosed stream is not closed
 // by a finalizer: its goroutines run until Close.
 func (st *ZerobusStream) Close() error {
@@ -205,11 +234,27 @@ func (st *ZerobusStream) Close() error {
 	st.closeOnce.Do(func() {
 		first = true
 		st.closed.Store(true)
-		st.closeErr = wrap(st.st.Close(context.Background()))
+		st.closeErr = st.close()
 		st.sdk.release(st.own)
 	})
 	if !first {
 		return nil
 	}
 	return st.closeErr
+}
+
+// close hands the queued Nowait calls to the stream (at most
+// FlushTimeoutMs) and closes it.
+func (st *ZerobusStream) close() error {
+	st.closeQueue()
+	ctx, cancel := context.WithTimeout(context.Background(), st.flushTimeout)
+	defer cancel()
+	_ = st.waitQueued(ctx)
+	err := wrap(st.st.Close(context.Background()))
+	// The closed stream refuses what is left: the goroutine stops.
+	st.waitStopped()
+	if n := len(st.leftovers()); err == nil && n > 0 {
+		err = &ZerobusError{Message: fmt.Sprintf("Stream is closed: %d records of Nowait calls found no room in the stream in time (GetUnackedRecords returns them)", n), IsRetryable: true, err: zbstream.ErrCloseTimeout}
+	}
+	return err
 }
