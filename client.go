@@ -96,7 +96,7 @@ func (c *Client) RetireStream(ctx context.Context, table, streamID string) error
 	if streamID == "" {
 		return &ConfigError{Field: "StreamID", Reason: "must not be empty"}
 	}
-	t, err := c.transport(table, nil)
+	t, err := c.transport(table, nil, "")
 	if err != nil {
 		return err
 	}
@@ -113,6 +113,8 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 		}
 	}
 	switch {
+	case so.desc != nil && so.avro != "":
+		return nil, &ConfigError{Field: "RecordType", Reason: "WithProtoMessage and WithAvroSchema exclude each other"}
 	case so.cfg.ClientRequestID != "" && (kind != core.Persistent || streamID != ""):
 		return nil, &ConfigError{Field: "ClientRequestID", Reason: "is only for CreatePersistentStream"}
 	case kind == core.Persistent && streamID == "" && so.cfg.ClientRequestID == "":
@@ -122,7 +124,7 @@ func (c *Client) open(ctx context.Context, kind core.Kind, table, streamID strin
 	if err := so.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t, err := c.transport(table, so.desc)
+	t, err := c.transport(table, so.desc, so.avro)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +151,8 @@ func CheckTable(table string) error {
 }
 
 // transport returns a gRPC transport for table with the client's
-// credentials.
-func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transport, error) {
+// credentials, and the proto descriptor or Avro schema its creates carry.
+func (c *Client) transport(table string, desc *protoDescriptor, avroSchema string) (*grpcio.Transport, error) {
 	if err := CheckTable(table); err != nil {
 		return nil, err
 	}
@@ -158,7 +160,7 @@ func (c *Client) transport(table string, desc *protoDescriptor) (*grpcio.Transpo
 	if err != nil {
 		return nil, err
 	}
-	cfg := grpcio.Config{Table: table, Headers: headers, SDK: grpcio.UserAgent(c.opts.dial.AppName)}
+	cfg := grpcio.Config{Table: table, Headers: headers, SDK: grpcio.UserAgent(c.opts.dial.AppName), AvroSchema: avroSchema}
 	if desc != nil {
 		cfg.Descriptor = desc.bytes
 	}

@@ -3,6 +3,7 @@ package zbstream
 import (
 	"crypto/tls"
 	"log/slog"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -148,6 +149,7 @@ type streamOptions struct {
 	cfg  core.Config
 	io   streamio.Options
 	desc *protoDescriptor
+	avro string // the writer schema of an Avro stream
 }
 
 // WithProtoMessage makes a proto stream of m's type: records are m's
@@ -161,6 +163,25 @@ func WithProtoMessage(m ProtoMessage) StreamOption {
 		}
 		o.desc = d
 		o.cfg.RecordType = core.RecordProto
+		return nil
+	}
+}
+
+// WithAvroSchema makes an Avro stream (RecordTypeAvro): records are raw
+// Avro binary datums of schemaJSON, the writer schema, an Avro record
+// schema as JSON, which the create carries (a resume names the type
+// only, as the service's contract has it). The client does not parse the
+// schema or the datums, and depends on no Avro library: the server refuses
+// a schema that is not a record schema at create, and a datum that does
+// not decode under it at ingest. An empty schema is a *ConfigError; so is
+// WithAvroSchema with WithProtoMessage.
+func WithAvroSchema(schemaJSON string) StreamOption {
+	return func(o *streamOptions) error {
+		if strings.TrimSpace(schemaJSON) == "" {
+			return &ConfigError{Field: "AvroSchema", Reason: "must not be empty"}
+		}
+		o.avro = schemaJSON
+		o.cfg.RecordType = core.RecordAvro
 		return nil
 	}
 }

@@ -39,6 +39,9 @@ func (s *Stream) IngestJSON(ctx context.Context, v any) (int64, error) {
 	if s.proto != nil {
 		return core.NoOffset, fmt.Errorf("%w: IngestJSON on a proto stream of %s", ErrRecordType, s.proto.name)
 	}
+	if rt := s.RecordType(); rt != RecordJSON {
+		return core.NoOffset, fmt.Errorf("%w: IngestJSON on a stream of %s records", ErrRecordType, rt)
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return core.NoOffset, fmt.Errorf("zbstream: marshalling a JSON record: %w", err)
@@ -100,8 +103,9 @@ func (s *Stream) marshalProto(m ProtoMessage) ([]byte, error) {
 // copy, so the caller may reuse record as soon as IngestRecord returns
 // (with WithNoCopy it is kept by reference until durable or failed, and
 // must not be modified until then). The record should be of the stream's
-// type, a JSON object or a serialized message of the stream's proto type:
-// IngestRecord does not look inside it (IngestJSON and IngestProto check).
+// type, a JSON object, a serialized message of the stream's proto type or
+// an Avro datum of its writer schema: IngestRecord does not look inside it
+// (IngestJSON and IngestProto check; the server checks every record).
 //
 // IngestRecord blocks while the window of unacknowledged calls is full
 // (WithMaxInflight), while callbacks lag WithCallbackQueue offsets behind,
@@ -216,8 +220,8 @@ func (s *Stream) Kind() Kind {
 	return s.drv.Kind()
 }
 
-// RecordType returns the type of every record in the stream, RecordJSON or
-// RecordProto. It does not block and never fails.
+// RecordType returns the type of every record in the stream, RecordJSON,
+// RecordProto or RecordTypeAvro. It does not block and never fails.
 func (s *Stream) RecordType() RecordType {
 	return s.drv.RecordType()
 }
@@ -292,8 +296,8 @@ const (
 	Persistent = core.Persistent
 )
 
-// RecordType is the encoding of a stream's records: RecordJSON or
-// RecordProto. One stream carries one type.
+// RecordType is the encoding of a stream's records: RecordJSON,
+// RecordProto or RecordTypeAvro. One stream carries one type.
 type RecordType = core.RecordType
 
 // The record types.
@@ -303,6 +307,11 @@ const (
 	RecordProto = core.RecordProto
 	// RecordJSON records are JSON objects, one per record (the default).
 	RecordJSON = core.RecordJSON
+	// RecordTypeAvro records are raw Avro binary datums of the stream's
+	// writer schema (WithAvroSchema): no framing, no schema id. The
+	// client does not decode them; the server checks each against the
+	// schema.
+	RecordTypeAvro = core.RecordAvro
 )
 
 // NoOffset is the offset meaning "nothing": the offset of a call that was

@@ -131,8 +131,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Kind != Ephemeral && c.Kind != Persistent:
 		return bad("Kind", "must be Ephemeral or Persistent")
-	case c.RecordType != RecordProto && c.RecordType != RecordJSON:
-		return bad("RecordType", "must be RecordProto or RecordJSON")
+	case c.RecordType != RecordProto && c.RecordType != RecordJSON && c.RecordType != RecordAvro:
+		return bad("RecordType", "must be RecordProto, RecordJSON or RecordAvro")
 	case c.StreamID != "" && c.Kind != Persistent:
 		return bad("StreamID", "is only for persistent streams")
 	case c.Kind == Persistent && c.StreamID == "" && c.ClientRequestID == "":

@@ -25,7 +25,7 @@ func (k Kind) String() string {
 }
 
 // RecordType is the encoding of a stream's records. One stream carries one
-// type; JSON and protobuf never mix.
+// type; records of two types never mix.
 type RecordType uint8
 
 const (
@@ -35,6 +35,10 @@ const (
 	RecordProto
 	// RecordJSON records are JSON objects, one per record.
 	RecordJSON
+	// RecordAvro records are raw Avro binary datums of the stream's writer
+	// schema (which the transport sends at create); to the core they are
+	// bytes like any other.
+	RecordAvro
 )
 
 func (t RecordType) String() string {
@@ -43,6 +47,8 @@ func (t RecordType) String() string {
 		return "proto"
 	case RecordJSON:
 		return "json"
+	case RecordAvro:
+		return "avro"
 	}
 	return "unspecified"
 }

@@ -412,6 +412,7 @@ func TestNames(t *testing.T) {
 		{core.Kind(0).String(), "unknown-kind"},
 		{core.RecordProto.String(), "proto"},
 		{core.RecordJSON.String(), "json"},
+		{core.RecordAvro.String(), "avro"},
 		{core.RecordUnspecified.String(), "unspecified"},
 		{core.CodeOK.String(), "OK"},
 		{core.CodeUnauthenticated.String(), "UNAUTHENTICATED"},

@@ -2376,6 +2376,20 @@ func TestRuleMisuseIngest(t *testing.T) {
 // TestRuleConfigValidation pins Config.Validate: every missing, zero or
 // negative limit is refused with a *ConfigError (ErrInvalidConfig) naming
 // the field; New returns no machine.
+// TestConfigRecordTypes: every record type a stream can carry validates,
+// Avro included (its datums are bytes to the core).
+func TestConfigRecordTypes(t *testing.T) {
+	for _, rt := range []core.RecordType{core.RecordProto, core.RecordJSON, core.RecordAvro} {
+		for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
+			cfg := core.DefaultConfig(kind, rt)
+			cfg.ClientRequestID = "id"
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%v %v: %v", kind, rt, err)
+			}
+		}
+	}
+}
+
 func TestRuleConfigValidation(t *testing.T) {
 	tests := []struct {
 		field  string

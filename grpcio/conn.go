@@ -35,8 +35,9 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	kind   core.Kind
-	// recordJSON: records travel as strings (JSON) rather than bytes.
-	recordJSON bool
+	// recordType says which field the records travel in: strings (JSON),
+	// proto bytes or Avro bytes.
+	recordType core.RecordType
 
 	// ended is closed when Recv has seen the end of the call, with endErr.
 	endOnce sync.Once
@@ -45,7 +46,7 @@ type conn struct {
 }
 
 func newConn(ctx context.Context, cancel context.CancelFunc, req streamio.OpenRequest) *conn {
-	return &conn{ctx: ctx, cancel: cancel, codec: newSendCodec(), kind: req.Kind, recordJSON: req.RecordType == core.RecordJSON, ended: make(chan struct{})}
+	return &conn{ctx: ctx, cancel: cancel, codec: newSendCodec(), kind: req.Kind, recordType: req.RecordType, ended: make(chan struct{})}
 }
 
 // Send writes one ingest call: one record as an IngestRecordRequest, two or
@@ -53,7 +54,7 @@ func newConn(ctx context.Context, cancel context.CancelFunc, req streamio.OpenRe
 // here, while they are encoded, before SendMsg: what gRPC sees is the
 // encoding, which is the conn's to give away.
 func (c *conn) Send(call streamio.Call) error {
-	e := encodeCall(c.pool, c.kind, c.recordJSON, call)
+	e := encodeCall(c.pool, c.kind, c.recordType, call)
 	c.codec.sending = e
 	err := c.st.SendMsg(e.msg)
 	c.codec.sending = encoded{}

@@ -21,7 +21,8 @@ const (
 	fieldOffsetID        = 1 // IngestRecordRequest and IngestRecordBatchRequest.offset_id
 	fieldProtoRecord     = 2 // IngestRecordRequest.proto_encoded_record; IngestRecordBatchRequest.proto_encoded_batch
 	fieldJSONRecord      = 3 // IngestRecordRequest.json_record; IngestRecordBatchRequest.json_batch
-	fieldBatchRecords    = 1 // JsonRecordBatch.records and ProtoEncodedRecordBatch.records
+	fieldAvroRecord      = 4 // IngestRecordRequest.avro_encoded_record; IngestRecordBatchRequest.avro_batch
+	fieldBatchRecords    = 1 // JsonRecordBatch.records, ProtoEncodedRecordBatch.records, AvroRecordBatch.records
 )
 
 // encoded is one ingest call ready for gRPC: wire is its encoding, in
@@ -160,15 +161,27 @@ func (c *chunks) header(outer protowire.Number, inner int, off int64, batch prot
 // IngestRecordBatchRequest. Encoding is the one copy of the records that
 // sending costs; the message shown to gRPC is built over the encoding
 // rather than copied again.
-func encodeCall(pool mem.BufferPool, kind core.Kind, jsonRecords bool, call streamio.Call) encoded {
+func encodeCall(pool mem.BufferPool, kind core.Kind, rt core.RecordType, call streamio.Call) encoded {
 	recs := call.Records
 	if recs == nil {
-		return encodeOne(pool, kind, jsonRecords, call.Wire, call.Record)
+		return encodeOne(pool, kind, rt, call.Wire, call.Record)
 	}
 	if len(recs) == 1 {
-		return encodeOne(pool, kind, jsonRecords, call.Wire, recs[0])
+		return encodeOne(pool, kind, rt, call.Wire, recs[0])
 	}
-	return encodeBatch(pool, kind, jsonRecords, call.Wire, recs)
+	return encodeBatch(pool, kind, rt, call.Wire, recs)
+}
+
+// recordField is the field of IngestRecordRequest's record oneof, and of
+// IngestRecordBatchRequest's batch oneof, for records of type rt.
+func recordField(rt core.RecordType) protowire.Number {
+	switch rt {
+	case core.RecordJSON:
+		return fieldJSONRecord
+	case core.RecordAvro:
+		return fieldAvroRecord
+	}
+	return fieldProtoRecord
 }
 
 // oneView holds every part of a single-record message in one allocation.
@@ -177,17 +190,15 @@ type oneView struct {
 	req   ingestpb.IngestRecordRequest
 	json  ingestpb.IngestRecordRequest_JsonRecord
 	proto ingestpb.IngestRecordRequest_ProtoEncodedRecord
+	avro  ingestpb.IngestRecordRequest_AvroEncodedRecord
 	eph   ingestpb.EphemeralStreamRequest
 	ephIn ingestpb.EphemeralStreamRequest_IngestRecord
 	per   ingestpb.PersistentStreamRequest
 	perIn ingestpb.PersistentStreamRequest_IngestRecord
 }
 
-func encodeOne(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int64, rec []byte) encoded {
-	recField := protowire.Number(fieldProtoRecord)
-	if jsonRecords {
-		recField = fieldJSONRecord
-	}
+func encodeOne(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, rec []byte) encoded {
+	recField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
 		protowire.SizeTag(recField) + protowire.SizeBytes(len(rec))
 	outerField := protowire.Number(fieldPerIngestRecord)
@@ -200,10 +211,14 @@ func encodeOne(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int64,
 
 	v := &oneView{off: off}
 	v.req.OffsetId = &v.off
-	if jsonRecords {
+	switch rt {
+	case core.RecordJSON:
 		v.json.JsonRecord = bytesString(own)
 		v.req.Record = &v.json
-	} else {
+	case core.RecordAvro:
+		v.avro.AvroEncodedRecord = own
+		v.req.Record = &v.avro
+	default:
 		v.proto.ProtoEncodedRecord = own
 		v.req.Record = &v.proto
 	}
@@ -226,21 +241,20 @@ type batchView struct {
 	jsonCase  ingestpb.IngestRecordBatchRequest_JsonBatch
 	proto     ingestpb.ProtoEncodedRecordBatch
 	protoCase ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch
+	avro      ingestpb.AvroRecordBatch
+	avroCase  ingestpb.IngestRecordBatchRequest_AvroBatch
 	eph       ingestpb.EphemeralStreamRequest
 	ephIn     ingestpb.EphemeralStreamRequest_IngestRecordBatch
 	per       ingestpb.PersistentStreamRequest
 	perIn     ingestpb.PersistentStreamRequest_IngestRecordBatch
 }
 
-func encodeBatch(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int64, recs [][]byte) encoded {
+func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte) encoded {
 	list := 0
 	for _, r := range recs {
 		list += protowire.SizeTag(fieldBatchRecords) + protowire.SizeBytes(len(r))
 	}
-	batchField := protowire.Number(fieldProtoRecord)
-	if jsonRecords {
-		batchField = fieldJSONRecord
-	}
+	batchField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
 		protowire.SizeTag(batchField) + protowire.SizeBytes(list)
 	outerField := protowire.Number(fieldPerIngestBatch)
@@ -252,7 +266,8 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int6
 
 	v := &batchView{off: off}
 	v.req.OffsetId = &v.off
-	if jsonRecords {
+	switch rt {
+	case core.RecordJSON:
 		strs := make([]string, len(recs))
 		for i := range recs {
 			strs[i] = bytesString(c.record())
@@ -260,14 +275,20 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, jsonRecords bool, off int6
 		v.json.Records = strs
 		v.jsonCase.JsonBatch = &v.json
 		v.req.Batch = &v.jsonCase
-	} else {
+	default:
 		owns := make([][]byte, len(recs))
 		for i := range recs {
 			owns[i] = c.record()
 		}
-		v.proto.Records = owns
-		v.protoCase.ProtoEncodedBatch = &v.proto
-		v.req.Batch = &v.protoCase
+		if rt == core.RecordAvro {
+			v.avro.Records = owns
+			v.avroCase.AvroBatch = &v.avro
+			v.req.Batch = &v.avroCase
+		} else {
+			v.proto.Records = owns
+			v.protoCase.ProtoEncodedBatch = &v.proto
+			v.req.Batch = &v.protoCase
+		}
 	}
 	if kind == core.Ephemeral {
 		v.ephIn.IngestRecordBatch = &v.req

@@ -17,7 +17,7 @@ import (
 )
 
 // reference builds call as the generated types would, for proto.Marshal.
-func reference(kind core.Kind, jsonRecords bool, call streamio.Call) proto.Message {
+func reference(kind core.Kind, rt core.RecordType, call streamio.Call) proto.Message {
 	recs := call.Records
 	if recs == nil {
 		recs = [][]byte{call.Record}
@@ -25,9 +25,12 @@ func reference(kind core.Kind, jsonRecords bool, call streamio.Call) proto.Messa
 	off := call.Wire
 	if len(recs) == 1 {
 		r := &ingestpb.IngestRecordRequest{OffsetId: &off}
-		if jsonRecords {
+		switch rt {
+		case core.RecordJSON:
 			r.Record = &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: string(recs[0])}
-		} else {
+		case core.RecordAvro:
+			r.Record = &ingestpb.IngestRecordRequest_AvroEncodedRecord{AvroEncodedRecord: recs[0]}
+		default:
 			r.Record = &ingestpb.IngestRecordRequest_ProtoEncodedRecord{ProtoEncodedRecord: recs[0]}
 		}
 		if kind == core.Ephemeral {
@@ -36,13 +39,16 @@ func reference(kind core.Kind, jsonRecords bool, call streamio.Call) proto.Messa
 		return &ingestpb.PersistentStreamRequest{Payload: &ingestpb.PersistentStreamRequest_IngestRecord{IngestRecord: r}}
 	}
 	b := &ingestpb.IngestRecordBatchRequest{OffsetId: &off}
-	if jsonRecords {
+	switch rt {
+	case core.RecordJSON:
 		strs := make([]string, len(recs))
 		for i, r := range recs {
 			strs[i] = string(r)
 		}
 		b.Batch = &ingestpb.IngestRecordBatchRequest_JsonBatch{JsonBatch: &ingestpb.JsonRecordBatch{Records: strs}}
-	} else {
+	case core.RecordAvro:
+		b.Batch = &ingestpb.IngestRecordBatchRequest_AvroBatch{AvroBatch: &ingestpb.AvroRecordBatch{Records: recs}}
+	default:
 		b.Batch = &ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch{ProtoEncodedBatch: &ingestpb.ProtoEncodedRecordBatch{Records: recs}}
 	}
 	if kind == core.Ephemeral {
@@ -66,24 +72,24 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 	}
 	for name, call := range calls {
 		for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
-			for _, jsonRecords := range []bool{true, false} {
+			for _, rt := range []core.RecordType{core.RecordJSON, core.RecordProto, core.RecordAvro} {
 				for _, pooled := range []bool{false, true} {
-					t.Run(fmt.Sprintf("%s/%v/json=%v/pooled=%v", name, kind, jsonRecords, pooled), func(t *testing.T) {
-						want, err := proto.MarshalOptions{Deterministic: true}.Marshal(reference(kind, jsonRecords, call))
+					t.Run(fmt.Sprintf("%s/%v/%v/pooled=%v", name, kind, rt, pooled), func(t *testing.T) {
+						want, err := proto.MarshalOptions{Deterministic: true}.Marshal(reference(kind, rt, call))
 						if err != nil {
 							t.Fatal(err)
 						}
 						var pool *countingPool
-						e := encodeCall(nil, kind, jsonRecords, call)
+						e := encodeCall(nil, kind, rt, call)
 						if pooled {
 							pool = new(countingPool)
-							e = encodeCall(pool, kind, jsonRecords, call)
+							e = encodeCall(pool, kind, rt, call)
 						}
 						wire := bytes.Join(e.wire, nil)
 						if !bytes.Equal(wire, want) {
 							t.Fatalf("encoding differs from proto.Marshal:\n got %x\nwant %x", wire[:min(len(wire), 64)], want[:min(len(want), 64)])
 						}
-						if !proto.Equal(e.msg.(proto.Message), reference(kind, jsonRecords, call)) {
+						if !proto.Equal(e.msg.(proto.Message), reference(kind, rt, call)) {
 							t.Errorf("the message shown to gRPC is not the call: %v", e.msg)
 						}
 						data := e.buffers()
@@ -138,7 +144,7 @@ func TestEncodeCallChunks(t *testing.T) {
 	for i := range batch {
 		batch[i] = rec
 	}
-	e := encodeCall(nil, core.Persistent, true, streamio.Call{Wire: 5, Records: batch})
+	e := encodeCall(nil, core.Persistent, core.RecordJSON, streamio.Call{Wire: 5, Records: batch})
 	if len(e.wire) < 4 {
 		t.Fatalf("100 KB encoded in %d buffers, want at least 4 of at most %d bytes", len(e.wire), chunkSize)
 	}
@@ -153,7 +159,7 @@ func TestEncodeCallChunks(t *testing.T) {
 		}
 	}
 	big := bytes.Repeat([]byte("b"), 3*chunkSize)
-	e = encodeCall(nil, core.Persistent, false, streamio.Call{Wire: 6, Records: [][]byte{rec, big, rec}})
+	e = encodeCall(nil, core.Persistent, core.RecordProto, streamio.Call{Wire: 6, Records: [][]byte{rec, big, rec}})
 	sizes := make([]int, len(e.wire))
 	for i, b := range e.wire {
 		sizes[i] = len(b)
@@ -169,7 +175,7 @@ func TestEncodeCallChunks(t *testing.T) {
 func TestEncodeCallOwnsItsBytes(t *testing.T) {
 	recs := [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}
 	for _, call := range []streamio.Call{{Wire: 1, Record: recs[0]}, {Wire: 2, Records: recs}} {
-		e := encodeCall(nil, core.Persistent, true, call)
+		e := encodeCall(nil, core.Persistent, core.RecordJSON, call)
 		before, _ := proto.Marshal(e.msg.(proto.Message))
 		wire := bytes.Join(e.wire, nil)
 		for _, r := range recs {
@@ -201,18 +207,18 @@ func BenchmarkEncodeCall(b *testing.B) {
 		b.Run(bc.name+"/encodeCall", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = encodeCall(nil, core.Persistent, true, bc.call)
+				_ = encodeCall(nil, core.Persistent, core.RecordJSON, bc.call)
 			}
 		})
 		b.Run(bc.name+"/encodeCall-pooled", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				encodeCall(mem.DefaultBufferPool(), core.Persistent, true, bc.call).buffers().Free()
+				encodeCall(mem.DefaultBufferPool(), core.Persistent, core.RecordJSON, bc.call).buffers().Free()
 			}
 		})
 		b.Run(bc.name+"/grpc-proto-codec", func(b *testing.B) {
 			codec := encoding.GetCodecV2(grpcproto.Name)
-			msg := reference(core.Persistent, true, bc.call)
+			msg := reference(core.Persistent, core.RecordJSON, bc.call)
 			b.ReportAllocs()
 			for b.Loop() {
 				data, err := codec.Marshal(msg)

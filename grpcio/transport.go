@@ -25,6 +25,11 @@ type Config struct {
 	// records, required for proto streams and sent on every create and
 	// resume. Ignored for JSON streams.
 	Descriptor []byte
+	// AvroSchema is the writer schema of an Avro stream's records, an Avro
+	// record schema as JSON, sent on every create (avro_schema_json). A
+	// resume names the record type only, as the service's contract has
+	// no schema field there. Ignored for other streams.
+	AvroSchema string
 	// Headers produces the credentials for every open. Nil: no
 	// authorization header (for servers that need none).
 	Headers HeadersProvider
@@ -151,6 +156,9 @@ func (t *Transport) openMessage(req streamio.OpenRequest) any {
 		desc = t.cfg.Descriptor
 	}
 	create := &ingestpb.CreateIngestStreamRequest{TableName: &t.cfg.Table, DescriptorProto: desc, RecordType: &rt}
+	if req.RecordType == core.RecordAvro {
+		create.AvroSchemaJson = &t.cfg.AvroSchema
+	}
 	switch {
 	case req.Kind == core.Ephemeral:
 		return &ingestpb.EphemeralStreamRequest{Payload: &ingestpb.EphemeralStreamRequest_CreateStream{CreateStream: create}}
@@ -172,6 +180,8 @@ func recordType(rt core.RecordType) ingestpb.RecordType {
 		return ingestpb.RecordType_PROTO
 	case core.RecordJSON:
 		return ingestpb.RecordType_JSON
+	case core.RecordAvro:
+		return ingestpb.RecordType_AVRO
 	}
 	return ingestpb.RecordType_RECORD_TYPE_UNSPECIFIED
 }

@@ -25,9 +25,10 @@ const (
 type meta struct {
 	Version    int    `json:"version"`
 	Table      string `json:"table"`
-	RecordType string `json:"record_type"` // "json" or "proto"
+	RecordType string `json:"record_type"` // "json", "proto" or "avro"
 	Message    string `json:"message,omitempty"`
 	Descriptor []byte `json:"descriptor,omitempty"`
+	AvroSchema string `json:"avro_schema,omitempty"`
 	// RequestID is the idempotency key of the stream's create, written
 	// before the create so that a crash between the create and the next
 	// write of the header gets the same stream back.

@@ -36,6 +36,12 @@ func makeDir(dir string) error {
 // wantMeta is the header the options describe.
 func (o *Options) wantMeta() (meta, error) {
 	m := meta{Table: o.Table, RecordType: "json"}
+	if o.AvroSchema != "" {
+		if o.ProtoMessage != nil {
+			return m, &zbstream.ConfigError{Field: "AvroSchema", Reason: "excludes ProtoMessage"}
+		}
+		m.RecordType, m.AvroSchema = "avro", o.AvroSchema
+	}
 	if o.ProtoMessage != nil {
 		md := o.ProtoMessage.ProtoReflect().Descriptor()
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(protodesc.ToDescriptorProto(md))
@@ -56,6 +62,8 @@ func (m *meta) check(want meta, streamID string) error {
 		return &MismatchError{Field: "record type", Spool: m.RecordType, Given: want.RecordType}
 	case m.Message != want.Message:
 		return &MismatchError{Field: "message", Spool: m.Message, Given: want.Message}
+	case m.AvroSchema != want.AvroSchema:
+		return &MismatchError{Field: "Avro schema", Spool: clipSchema(m.AvroSchema), Given: clipSchema(want.AvroSchema)}
 	case streamID != "" && m.StreamID != "" && streamID != m.StreamID:
 		return &MismatchError{Field: "stream id", Spool: m.StreamID, Given: streamID}
 	}
@@ -114,6 +122,9 @@ func (s *Spool) open(ctx context.Context, client *zbstream.Client) error {
 	}
 
 	sopts := append(append([]zbstream.StreamOption{}, o.StreamOptions...), zbstream.WithMaxCallBytes(o.MaxCallBytes))
+	if o.AvroSchema != "" {
+		sopts = append(sopts, zbstream.WithAvroSchema(o.AvroSchema))
+	}
 	if o.ProtoMessage != nil {
 		sopts = append(sopts, zbstream.WithProtoMessage(o.ProtoMessage))
 	}
@@ -236,4 +247,12 @@ func (s *Spool) repaired(m meta, wm int64) error {
 	s.st.lostCount.Store(lost.Count)
 	m.Repair = nil
 	return writeMeta(s.opts.Dir, m)
+}
+
+// clipSchema shortens an Avro schema for a *MismatchError's message.
+func clipSchema(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return s[:77] + "..."
 }

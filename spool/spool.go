@@ -35,6 +35,13 @@ type Options struct {
 	// ProtoMessage makes the stream a proto stream of the message's type
 	// (zbstream.WithProtoMessage); nil: JSON records.
 	ProtoMessage zbstream.ProtoMessage
+	// AvroSchema makes the stream an Avro stream of that writer schema
+	// (zbstream.WithAvroSchema): records are raw Avro binary datums. The
+	// spool keeps the schema in its header and checks it at every Open, as
+	// it checks a proto message; it does not decode the datums (the
+	// library has no Avro dependency), so a datum the server refuses fails
+	// the stream when it is sent. Excludes ProtoMessage.
+	AvroSchema string
 	// StreamID adopts an existing persistent stream when the spool is
 	// new; empty: a new stream is created. An existing spool must be
 	// opened with its own stream id or an empty one.
@@ -50,7 +57,7 @@ type Options struct {
 	// 10 MiB - 64 KiB, at most 32 MiB); the stream gets the same limit.
 	MaxCallBytes int64
 	// StreamOptions configure the stream (recovery, timeouts, window,
-	// callbacks). The spool adds WithProtoMessage, WithMaxCallBytes and
+	// callbacks). The spool adds WithProtoMessage or WithAvroSchema, WithMaxCallBytes and
 	// WithClientRequestID after them.
 	StreamOptions []zbstream.StreamOption
 }

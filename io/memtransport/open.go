@@ -61,7 +61,7 @@ func (s *Server) handshake(c *conn, req streamio.OpenRequest) (core.Response, er
 	switch {
 	case req.Kind != core.Ephemeral && req.Kind != core.Persistent:
 		return core.Response{}, connError(core.CodeUnimplemented, "unknown stream kind "+req.Kind.String())
-	case req.RecordType != core.RecordProto && req.RecordType != core.RecordJSON:
+	case req.RecordType != core.RecordProto && req.RecordType != core.RecordJSON && req.RecordType != core.RecordAvro:
 		return core.Response{}, connError(core.CodeInvalidArgument, "record type "+req.RecordType.String()+" is not accepted")
 	case req.Resume && req.Kind == core.Ephemeral:
 		return core.Response{}, connError(core.CodeInvalidArgument, "an ephemeral stream cannot be resumed")

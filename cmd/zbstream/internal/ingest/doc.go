@@ -11,6 +11,7 @@
 //	ingest.go          Run: flags, state file, one table or routed
 //	flags.go           the flags and their checks
 //	source.go          the input: formats, reading records, input errors
+//	avro.go            -avro-schema: JSON lines into Avro datums
 //	check.go           the record checks (record.Checker) before sending
 //	batch.go           records into calls, deterministically
 //	send.go            one table: send from the watermark, wait, close

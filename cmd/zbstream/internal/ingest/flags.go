@@ -20,8 +20,11 @@ const synopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
 Ingests FILE into a table exactly once, through a persistent stream. FILE
 holds JSON lines (one JSON object per non-empty line), or, with
 -proto-descriptor-set and -proto-message, length-delimited protobuf records
-(each a varint length, then the message). Flags may come before or after
-FILE.
+(each a varint length, then the message). With -avro-schema FILE.avsc the
+JSON lines are encoded as Avro datums of that record schema and sent on an
+Avro stream; a line that does not fit the schema (a missing field without
+a default, a field the schema lacks, a value of the wrong type) is refused
+as an invalid record is. Flags may come before or after FILE.
 
 Every record is checked, before anything is sent, with the server's own
 rules (a JSON object in valid UTF-8, or a message that parses with the
@@ -78,6 +81,7 @@ type flags struct {
 	tokenFrom                               string // "-token", "$ZBSTREAM_TOKEN" or "" (none)
 	state, skipInvalid                      string
 	descSet, message                        string
+	avroSchema                              string // -avro-schema: JSON lines sent as Avro datums
 	batchRecords, maxInflight               int
 	batchBytes                              int64
 	interval, closeTimeout                  time.Duration
@@ -101,6 +105,7 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.skipInvalid, "skip-invalid", "", "write the records the server would refuse to this dead-letter `file` (JSON lines, rewritten whole) and ingest the others")
 	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
 	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
+	fs.StringVar(&f.avroSchema, "avro-schema", "", "Avro record schema `file` (.avsc): each JSON line is encoded as a datum of it and sent on an Avro stream")
 	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
 	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
@@ -142,6 +147,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		return nil, cli.UsageErr("-table-field takes JSON lines, not protobuf records")
 	case f.maxOpen <= 0:
 		return nil, cli.UsageErr("-max-open-streams must be positive")
+	case f.avroSchema != "" && f.descSet != "":
+		return nil, cli.UsageErr("-avro-schema and -proto-descriptor-set exclude each other: FILE holds JSON lines for Avro, or protobuf records")
+	case f.avroSchema != "" && f.tableField != "":
+		return nil, cli.UsageErr("-avro-schema takes one table (-table): one writer schema for one table's records")
 	case (f.descSet == "") != (f.message == ""):
 		return nil, cli.UsageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:

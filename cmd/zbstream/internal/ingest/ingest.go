@@ -48,6 +48,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		src.format, src.md = formatProto, md
 	}
+	if f.avroSchema != "" {
+		if src.avro, err = loadAvroSchema(f.avroSchema); err != nil {
+			return err
+		}
+		src.format = formatAvro
+	}
 	if src.check, err = checker(src.md); err != nil {
 		return err
 	}
@@ -99,6 +105,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sopts := []zbstream.StreamOption{zbstream.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes)}
 	if src.md != nil {
 		sopts = append(sopts, zbstream.WithProtoMessage(dynamicpb.NewMessage(src.md)))
+	}
+	if src.avro != nil {
+		sopts = append(sopts, zbstream.WithAvroSchema(src.avro.text))
 	}
 	var s *zbstream.Stream
 	defer func() {
@@ -173,6 +182,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		st.Table, st.ClientRequestID = f.table, requestID
 		if src.md != nil {
 			st.ProtoMessage = string(src.md.FullName())
+		}
+		if src.avro != nil {
+			st.AvroSchemaSHA256 = src.avro.sha256
 		}
 		if err := st.save(f.state); err != nil {
 			return cli.WithCode(cli.ExitFailure, err)

@@ -30,6 +30,7 @@ import (
 const (
 	formatJSON  = "json-lines"
 	formatProto = "protobuf-delimited"
+	formatAvro  = "json-lines-avro" // JSON lines sent as Avro datums (-avro-schema)
 )
 
 // maxRecordBytes bounds one record: the protocol's per-call limit, which a
@@ -56,6 +57,7 @@ type jsonLines struct {
 	path  string
 	r     *bufio.Reader
 	check *record.Checker
+	avro  *avroCodec // non-nil: each line is sent as an Avro datum of its schema
 	line  int64
 	pos   int64 // bytes read
 	at    place
@@ -88,6 +90,16 @@ func (j *jsonLines) next() ([]byte, error) {
 		j.at = place{n: j.line, off: start, end: j.pos}
 		if reason := jsonReason(j.check, rec); reason != "" {
 			return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
+		}
+		if j.avro != nil {
+			datum, reason := j.avro.encode(rec)
+			if reason == "" {
+				reason = sizeReason(datum)
+			}
+			if reason != "" {
+				return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
+			}
+			return datum, nil
 		}
 		return rec, nil
 	}
@@ -235,6 +247,7 @@ type source struct {
 	path   string
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
+	avro   *avroCodec                     // for formatAvro
 	check  *record.Checker
 }
 
@@ -256,7 +269,7 @@ func (s source) open(withHash bool) (recordReader, hash.Hash, *countingReader, f
 	if s.format == formatProto {
 		return &delimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
 	}
-	return &jsonLines{path: s.path, r: br, check: s.check}, h, cr, f.Close, nil
+	return &jsonLines{path: s.path, r: br, check: s.check, avro: s.avro}, h, cr, f.Close, nil
 }
 
 // describe names records first to last of the file: "lines 3-9 of FILE".

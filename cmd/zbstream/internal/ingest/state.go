@@ -53,7 +53,10 @@ type state struct {
 	SHA256       string `json:"sha256"`
 	Format       string `json:"format"`
 	ProtoMessage string `json:"proto_message,omitempty"`
-	Records      int64  `json:"records"`
+	// AvroSchemaSHA256 pins the -avro-schema file (its bytes): the calls
+	// the server holds are datums of that schema.
+	AvroSchemaSHA256 string `json:"avro_schema_sha256,omitempty"`
+	Records          int64  `json:"records"`
 
 	// The mapping: call k (offset k) is the k-th group of at most
 	// BatchRecords records and BatchBytes bytes as sent; Batches calls in
@@ -166,6 +169,8 @@ func (st *state) matchesFlags(path string, src source, table string) error {
 		return cli.UsageErr("state file %s was made for %s input, not %s", path, st.Format, src.format)
 	case src.format == formatProto && st.ProtoMessage != string(src.md.FullName()):
 		return cli.UsageErr("state file %s was made for messages %s, not %s", path, st.ProtoMessage, src.md.FullName())
+	case src.format == formatAvro && st.AvroSchemaSHA256 != src.avro.sha256:
+		return cli.UsageErr("state file %s was made with another Avro schema than %s (SHA-256 %.12s, not %.12s): give the same -avro-schema to continue, or a new -state", path, src.avro.path, st.AvroSchemaSHA256, src.avro.sha256)
 	}
 	return nil
 }
