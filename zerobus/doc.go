@@ -6,27 +6,31 @@
 //
 // and a program written for the official SDK builds without cgo or a Rust
 // toolchain (CGO_ENABLED=0, any GOOS/GOARCH Go supports) and runs as
-// before. It matches the official Go SDK v1.0.0 (its NEXT_CHANGELOG, v1.1.0,
-// lists no change yet): the same names, signatures, field names, defaults,
-// payload types and error retryability.
+// before. It matches the official Go SDK v1.7.0, the newest release in its
+// go/CHANGELOG.md (v1.1.1 to v1.7.0 added the Nowait calls, the SDK
+// options and a connection per stream by default, besides the Arrow Flight
+// API this package does not provide): the same names, signatures, field
+// names, defaults, payload types and error retryability.
 //
-//	sdk, err := zerobus.NewZerobusSdk(zerobusEndpoint, workspaceURL)
+//	sdk, err := zerobus.NewZerobusSdkWithOptions(zerobusEndpoint, workspaceURL,
+//		zerobus.WithApplicationName("my-app/1.0"))
 //	defer sdk.Free()
 //	options := zerobus.DefaultStreamConfigurationOptions()
 //	options.RecordType = zerobus.RecordTypeJson
 //	stream, err := sdk.CreateStream(zerobus.TableProperties{TableName: "main.default.t"}, clientID, clientSecret, options)
 //	defer stream.Close()
 //	offset, err := stream.IngestRecordOffset(`{"id": 1}`) // []byte for a proto stream
-//	err = stream.WaitForOffset(offset)
+//	err = stream.IngestRecordNowait(`{"id": 2}`)          // no offset, no waiting
+//	err = stream.Flush()                                   // both are durable
 //
 // The package is a thin layer over zbstream's client (package
 // github.com/zbstream/zbstream), which runs the protocol: streams are its
 // ephemeral (at-least-once) streams, with its recovery, flow control and
 // OAuth. What the official API lacks, persistent (exactly-once) streams,
 // contexts, callbacks and statistics, is one call away:
-// ZerobusSdk.Client (or ClientWithHeadersProvider) returns the
-// *zbstream.Client the SDK uses for those credentials, and
-// ZerobusStream.Stream the *zbstream.Stream underneath.
+// ZerobusSdk.Client (or ClientWithHeadersProvider) returns the SDK's
+// shared *zbstream.Client for those credentials, and ZerobusStream.Stream
+// the *zbstream.Stream underneath.
 //
 // # As in the official SDK
 //
@@ -42,6 +46,15 @@
 //     proto.Message). Batches are all strings or all []byte.
 //   - Options: nil means the defaults; a zero field takes its default;
 //     Recovery false needs a non-zero recovery number beside it.
+//   - SDK options: NewZerobusSdkWithOptions takes WithApplicationName
+//     (trimmed; blank is ignored; a NUL byte or invalid UTF-8 is refused
+//     with the official messages) and WithConnectionPerStream, on by
+//     default: every stream has a gRPC connection of its own, made when it
+//     is created and closed when it is closed. NewZerobusSdk is
+//     NewZerobusSdkWithOptions without options.
+//   - Nowait calls: IngestRecordNowait and IngestRecordsNowait return no
+//     offset and do not wait; errors after the call are not reported to
+//     the caller; the records take offsets of the stream like the others.
 //   - Errors: every error is a *ZerobusError; Retryable() answers as the
 //     official one does: creation failures never, others by the failure's
 //     kind (gRPC INVALID_ARGUMENT, UNAUTHENTICATED, PERMISSION_DENIED,
@@ -51,11 +64,23 @@
 //     http_proxy, HTTP_PROXY (the first set), through HTTP CONNECT, with
 //     TLS end to end; no_grpc_proxy, NO_GRPC_PROXY, no_proxy, NO_PROXY for
 //     exceptions.
-//   - There is no application-name option in the official Go API (v1.0.0),
-//     so none here.
 //
 // # Where it differs, and why
 //
+//   - Not provided, as they belong to other work: the Arrow Flight API
+//     (CreateArrowStream, CreateArrowStreamWithHeadersProvider,
+//     ZerobusArrowStream, ArrowStreamConfigurationOptions,
+//     DefaultArrowStreamConfigurationOptions, IPCCompressionType and its
+//     IPCCompression constants, RecoverySetting, RecoveryEnabled,
+//     RecoveryDisabled) and the Unity Catalog schema helpers (UcColumn,
+//     UcTableSchema, SchemaError, DescriptorFromUcColumns,
+//     DescriptorFromUcSchema, MessageDescriptorFromUcColumns,
+//     MessageDescriptorFromUcSchema). A program that uses them does not
+//     build against this package.
+//   - Avro is in no official release up to v1.7.0 (the official
+//     repository has it unreleased, in Beta behind the avro build tag, and
+//     has renamed its calls once already), so this package has no Avro API
+//     yet.
 //   - Backoff: before each reconnect it waits a random time up to
 //     RecoveryBackoffMs (full jitter), where the official SDK waits exactly
 //     RecoveryBackoffMs, so that many clients that lost the same server do
@@ -63,23 +88,39 @@
 //   - Nothing is freed by a finalizer: call Free, and Close every stream (a
 //     stream not closed keeps its goroutines). A finalizer would run Close,
 //     which flushes over the network, at an arbitrary time.
-//   - Free closes the SDK's connections once the streams created from it
-//     are closed (at once if none is open); streams open at Free keep
-//     working, as with the official SDK, whose streams hold their channel.
-//   - Connections: one gRPC connection per set of credentials (OAuth
-//     client id and secret, or headers provider), not one per SDK, since a
-//     zbstream client authenticates all its streams alike.
-//   - OAuth tokens are cached per table and refreshed before they expire,
-//     where the official SDK requests one at every stream open and
-//     reconnect. The token request carries resource (the workspace id)
-//     only when the endpoint's host starts with one, not for an IP
-//     address or localhost.
+//   - Free leaves the streams created from the SDK working, as with the
+//     official SDK, whose streams hold their channel: a stream's own
+//     connection is closed with the stream, and the shared ones once every
+//     stream is closed (at once if none is open).
+//   - Shared connections (WithConnectionPerStream(false)): one gRPC
+//     connection per set of credentials (OAuth client id and secret, or
+//     headers provider), not one per SDK, since a zbstream client
+//     authenticates all its streams alike.
+//   - OAuth tokens are cached per table by each client and refreshed before
+//     they expire: a stream with a connection of its own requests one when
+//     it opens and reuses it when it reconnects, and streams that share a
+//     connection share it; the official SDK requests one at every stream
+//     open and reconnect. The token request carries resource (the
+//     workspace id) only when the endpoint's host starts with one, not for
+//     an IP address or localhost.
+//   - Nowait calls run no task per call. A call the stream has room for is
+//     accepted before it returns; otherwise it waits in memory (without
+//     bound, as the official SDK's tasks do) and a goroutine of the stream
+//     hands the waiting calls over in call order, so Nowait calls land in
+//     the order they were made (the official tasks may run in any order).
+//     Flush and Close wait for the Nowait calls made before them; Close
+//     returns a retryable error if some could not be handed over within
+//     FlushTimeoutMs. A record of the other type than the stream's is an
+//     error at once (the official SDK drops it silently). Nothing the
+//     stream did not accept is lost silently: after a failure or Close,
+//     GetUnackedRecords returns those records too, after the stream's
+//     unacknowledged ones. A record the stream refuses for its size is
+//     dropped, as the official SDK drops what it fails to ingest.
 //   - In-flight bound: besides MaxInflightRequests, the bytes in flight are
 //     bounded (256 MiB), the zbstream client's memory bound.
 //   - GetUnackedRecords works after Close: the official Go SDK refuses it
-//     there ("Stream has been closed") although its documentation shows it
-//     used after a failed Close. On a stream still running it is refused,
-//     as in the official SDK.
+//     there ("Stream has been closed"), and asks for it before Close. On a
+//     stream still running it is refused, as in the official SDK.
 //   - WaitForOffset of an offset never given to a call fails at once (not
 //     retryable) instead of waiting FlushTimeoutMs for a timeout.
 //   - A malformed endpoint is reported by NewZerobusSdk, not by every
@@ -88,8 +129,12 @@
 //     (the official SDK refuses overlapping calls); its error fails the
 //     open, not retryable, in both.
 //   - The x-zerobus-sdk header and user agent name zbstream and its
-//     version, not the official Rust core; RUST_LOG has no effect (for
-//     logs, use Client and zbstream.WithLogger on a client of your own).
+//     version, not zerobus-sdk-go; the application name goes in front of
+//     them ("my-app/1.0 zbstream/<version>", where the official SDK sends
+//     "zerobus-sdk-go/<version> my-app/1.0"), in both headers. It must be
+//     printable ASCII: the official SDK also takes other UTF-8 characters
+//     and tabs. RUST_LOG has no effect (for logs, use Client and
+//     zbstream.WithLogger on a client of your own).
 //   - ZerobusError unwraps to the zbstream error behind it (errors.Is,
 //     errors.As); the official one wraps nothing.
 //
