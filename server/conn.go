@@ -12,7 +12,6 @@ import (
 
 	"github.com/zbstream/zbstream/internal/faults"
 	ingestpb "github.com/zbstream/zbstream/proto"
-	"github.com/zbstream/zbstream/record"
 )
 
 // service adapts Server to the generated interface. Its two stream
@@ -71,7 +70,7 @@ type conn struct {
 
 	id      string
 	table   string
-	schema  *record.Checker
+	schema  recordChecker
 	entry   *streamEntry // set once the connection owns its stream
 	ackOnly bool         // Options.Engine == EngineAckOnly: records are not validated
 

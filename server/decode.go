@@ -158,6 +158,8 @@ func decodeRecordRequest(p wireParts) (*clientMsg, error) {
 			m.recType, rec = ingestpb.RecordType_PROTO, v
 		case num == 3 && typ == protowire.BytesType:
 			m.recType, rec = ingestpb.RecordType_JSON, v
+		case num == 4 && typ == protowire.BytesType:
+			m.recType, rec = ingestpb.RecordType_AVRO, v
 		}
 		return nil
 	})
@@ -185,7 +187,7 @@ func decodeBatchRequest(p wireParts) (*clientMsg, error) {
 		_, err := countRecords(parts)
 		return err
 	}
-	num, parts, err := oneofMember(p, []protowire.Number{2, 3}, count)
+	num, parts, err := oneofMember(p, []protowire.Number{2, 3, 4}, count)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +196,8 @@ func decodeBatchRequest(p wireParts) (*clientMsg, error) {
 		m.recType = ingestpb.RecordType_PROTO
 	case 3:
 		m.recType = ingestpb.RecordType_JSON
+	case 4:
+		m.recType = ingestpb.RecordType_AVRO
 	default:
 		return m, nil
 	}
@@ -202,8 +206,9 @@ func decodeBatchRequest(p wireParts) (*clientMsg, error) {
 	return m, err
 }
 
-// countRecords counts the records of a JsonRecordBatch or
-// ProtoEncodedRecordBatch (field 1, repeated) and checks its wire format.
+// countRecords counts the records of a JsonRecordBatch,
+// ProtoEncodedRecordBatch or AvroRecordBatch (field 1, repeated) and
+// checks its wire format.
 func countRecords(p wireParts) (int, error) {
 	n := 0
 	err := p.walk(func(num protowire.Number, typ protowire.Type, _ []byte, _ uint64) error {

@@ -21,6 +21,8 @@ func refDecode(kind StreamKind, b []byte) *clientMsg {
 			m.recType, m.records = ingestpb.RecordType_PROTO, [][]byte{rec.ProtoEncodedRecord}
 		case *ingestpb.IngestRecordRequest_JsonRecord:
 			m.recType, m.records = ingestpb.RecordType_JSON, [][]byte{[]byte(rec.JsonRecord)}
+		case *ingestpb.IngestRecordRequest_AvroEncodedRecord:
+			m.recType, m.records = ingestpb.RecordType_AVRO, [][]byte{rec.AvroEncodedRecord}
 		}
 		return m
 	}
@@ -34,6 +36,8 @@ func refDecode(kind StreamKind, b []byte) *clientMsg {
 			for _, s := range bt.JsonBatch.GetRecords() {
 				m.records = append(m.records, []byte(s))
 			}
+		case *ingestpb.IngestRecordBatchRequest_AvroBatch:
+			m.recType, m.records = ingestpb.RecordType_AVRO, bt.AvroBatch.GetRecords()
 		}
 		return m
 	}
@@ -89,6 +93,8 @@ func decodeSeeds() [][]byte {
 	jb := m(&ingestpb.IngestRecordBatchRequest{OffsetId: proto.Int64(7), Batch: &ingestpb.IngestRecordBatchRequest_JsonBatch{JsonBatch: &ingestpb.JsonRecordBatch{Records: []string{`{"a":1}`, `{}`}}}})
 	pb := m(&ingestpb.IngestRecordBatchRequest{OffsetId: proto.Int64(8), Batch: &ingestpb.IngestRecordBatchRequest_ProtoEncodedBatch{ProtoEncodedBatch: &ingestpb.ProtoEncodedRecordBatch{Records: [][]byte{{1, 2}, {}}}}})
 	jr := m(&ingestpb.IngestRecordRequest{OffsetId: proto.Int64(3), Record: &ingestpb.IngestRecordRequest_JsonRecord{JsonRecord: `{"x":"y"}`}})
+	ab := m(&ingestpb.IngestRecordBatchRequest{OffsetId: proto.Int64(9), Batch: &ingestpb.IngestRecordBatchRequest_AvroBatch{AvroBatch: &ingestpb.AvroRecordBatch{Records: [][]byte{{2, 'a'}, {}}}}})
+	ar := m(&ingestpb.IngestRecordRequest{OffsetId: proto.Int64(4), Record: &ingestpb.IngestRecordRequest_AvroEncodedRecord{AvroEncodedRecord: []byte{0x02, 'x'}}})
 	cr := m(&ingestpb.CreateIngestStreamRequest{TableName: proto.String("a.b.c"), RecordType: ingestpb.RecordType_JSON.Enum()})
 	seeds := [][]byte{
 		tag(nil, 4, jb), tag(nil, 4, pb), tag(nil, 3, jr), tag(nil, 3, jb), tag(nil, 2, jr),
@@ -102,6 +108,10 @@ func decodeSeeds() [][]byte {
 		append(tag(nil, 99, []byte("xx")), tag(nil, 4, pb)...),
 		tag(nil, 4, append(slices.Clone(jb), 0x1a, 0x02, 0x08, 0x01)), // json_batch with an unknown varint inside
 		tag(nil, 4, append([]byte{0x08, 0x01, 0x10, 0x05}, jb...)),    // batch field 2 as a varint
+		tag(nil, 4, ab), tag(nil, 3, ar), tag(nil, 3, ab), tag(nil, 2, ar),
+		tag(tag(nil, 4, ab), 4, jb), // merged: json_batch after avro_batch wins
+		tag(tag(nil, 4, jb), 4, ab), // and the other way round
+		tag(tag(nil, 3, jr), 3, ar), // the last record wins
 		tag(nil, 1, cr), tag(nil, 2, []byte{0x0a, 0x01, 'x'}),
 		{}, {0x00}, {0x22}, {0x22, 0x05, 0x01}, {0x0b, 0x0c},
 	}

@@ -16,6 +16,9 @@
 //	open.go      the create and resume handshakes, fencing of older writers
 //	             (records are checked with package record, the rules the
 //	             clients share)
+//	avro.go      AVRO streams: the writer schema checked at create, the
+//	             record checker of each type; avro_datum.go each datum
+//	             walked with the compiled schema, to its last byte
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
 //	budget.go    the server-wide receive budget, shared fairly, idle readers

@@ -44,7 +44,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 	if !validTableName(table) {
 		return invalid("table_name %q is not catalog.schema.table in valid UTF-8", clip(table))
 	}
-	schema, err := record.NewChecker(cr.GetRecordType(), cr.GetDescriptorProto())
+	schema, err := newChecker(cr.GetRecordType(), cr.GetDescriptorProto(), cr.GetAvroSchemaJson())
 	if err != nil {
 		return invalid("create_stream: %v", err)
 	}
@@ -60,8 +60,11 @@ func (c *conn) openCreate(m *clientMsg) error {
 		return status.Errorf(codes.Internal, "stream id: %v", err)
 	}
 	meta := StreamMeta{ID: id, Kind: c.kind, Table: table, Principal: c.principal.Name, RecordType: int32(schema.Type())}
-	if schema.Type() == ingestpb.RecordType_PROTO {
+	switch schema.Type() {
+	case ingestpb.RecordType_PROTO:
 		meta.Descriptor = cr.GetDescriptorProto()
+	case ingestpb.RecordType_AVRO:
+		meta.AvroSchema = cr.GetAvroSchemaJson()
 	}
 	if c.kind == KindPersistent {
 		if meta.RequestID, err = requestIDHeader(c.ctx); err != nil {
@@ -79,8 +82,9 @@ func (c *conn) openCreate(m *clientMsg) error {
 			// is a broken Store, never a stream to hand out.
 			return status.Errorf(codes.Internal, "store returned stream %q for another principal, table or kind", stored.ID)
 		case stored.RecordType != meta.RecordType ||
-			(schema.Type() == ingestpb.RecordType_PROTO && !record.SameDescriptor(stored.Descriptor, meta.Descriptor)):
-			return invalid("%s %q already names a stream with another record type or descriptor", HeaderRequestID, clip(meta.RequestID))
+			(schema.Type() == ingestpb.RecordType_PROTO && !record.SameDescriptor(stored.Descriptor, meta.Descriptor)) ||
+			(schema.Type() == ingestpb.RecordType_AVRO && !sameAvroSchema(stored.AvroSchema, meta.AvroSchema)):
+			return invalid("%s %q already names a stream with another record type, descriptor or Avro schema", HeaderRequestID, clip(meta.RequestID))
 		case stored.Retired:
 			return errRetired(stored.ID)
 		}
@@ -147,9 +151,9 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 			return invalid("resume_stream: descriptor_proto does not match the stream's descriptor")
 		}
 	}
-	schema, err := record.NewChecker(typ, meta.Descriptor)
+	schema, err := newChecker(typ, meta.Descriptor, meta.AvroSchema)
 	if err != nil {
-		return status.Errorf(codes.Internal, "stored descriptor of stream %q: %v", id, err)
+		return status.Errorf(codes.Internal, "stored schema of stream %q: %v", id, err)
 	}
 	c.id, c.schema = id, schema
 	if err := c.attach(true); err != nil {

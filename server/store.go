@@ -29,8 +29,9 @@ type StreamMeta struct {
 	Kind       StreamKind
 	Table      string
 	Principal  string
-	RecordType int32 // ingestpb.RecordType value
-	Descriptor []byte
+	RecordType int32  // ingestpb.RecordType value
+	Descriptor []byte // PROTO streams: the serialized DescriptorProto of the create
+	AvroSchema string // AVRO streams: the writer schema of the create, Avro JSON as sent
 	RequestID  string // persistent create idempotency key ("" for none)
 	Watermark  int64
 	Records    int64

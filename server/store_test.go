@@ -114,7 +114,8 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) Store) {
 		defer s.Close()
 		in := StreamMeta{
 			ID: "a", Kind: KindPersistent, Table: "cat.sch.tbl", Principal: "alice",
-			RecordType: 2, Descriptor: []byte{1, 2, 3}, Watermark: 42, Records: 7, Retired: true,
+			RecordType: 2, Descriptor: []byte{1, 2, 3}, AvroSchema: `{"type":"record","name":"R","fields":[]}`,
+			Watermark: 42, Records: 7, Retired: true,
 		}
 		m := mustCreate(t, s, in)
 		want := in
@@ -408,7 +409,7 @@ func runStoreSuite(t *testing.T, open func(t *testing.T) Store) {
 
 func metaEqual(a, b StreamMeta) bool {
 	return a.ID == b.ID && a.Kind == b.Kind && a.Table == b.Table && a.Principal == b.Principal &&
-		a.RecordType == b.RecordType && bytes.Equal(a.Descriptor, b.Descriptor) && a.RequestID == b.RequestID &&
+		a.RecordType == b.RecordType && bytes.Equal(a.Descriptor, b.Descriptor) && a.AvroSchema == b.AvroSchema && a.RequestID == b.RequestID &&
 		a.Watermark == b.Watermark && a.Records == b.Records && a.Retired == b.Retired
 }
 
@@ -423,6 +424,9 @@ func TestStoreBoltReopen(t *testing.T) {
 	}
 	a := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "p", RecordType: 1, Descriptor: []byte("desc"), RequestID: "req"})
 	b := mustCreate(t, s, StreamMeta{ID: "b", Kind: KindEphemeral, Table: "u"})
+	// An Avro stream's writer schema, with characters JSON escapes.
+	avroSchema := "{\"type\": \"record\", \"name\": \"R\", \"doc\": \"<é & \\u00e9>\", \"fields\": []}"
+	av := mustCreate(t, s, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "p", RecordType: 4, RequestID: "avro", AvroSchema: avroSchema})
 	for off := range int64(10) {
 		if err := s.Append(ctx, a.ID, []Batch{testBatch(a.ID, off, 5)}); err != nil {
 			t.Fatal(err)
@@ -455,6 +459,9 @@ func TestStoreBoltReopen(t *testing.T) {
 	}
 	checkRecords(t, s, a.ID, 10, 5)
 	checkRecords(t, s, b.ID, 1, 5)
+	if m, err := s.Stream(ctx, av.ID); err != nil || m.AvroSchema != avroSchema || m.RecordType != 4 {
+		t.Fatalf("Avro stream after reopen: %+v, %v; want the schema %s", m, err, avroSchema)
+	}
 	if m, created, err := s.CreateStream(ctx, StreamMeta{Kind: KindPersistent, Table: "t", Principal: "p", RequestID: "req"}); err != nil || created || m.ID != a.ID {
 		t.Fatalf("idempotent create after reopen: %v %v %v", m.ID, created, err)
 	}

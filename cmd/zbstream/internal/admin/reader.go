@@ -55,6 +55,10 @@ func (r StoreReader) Page(ctx context.Context, m server.StreamMeta, from int64, 
 		return p, nil
 	}
 	isJSON := ingestpb.RecordType(m.RecordType) == ingestpb.RecordType_JSON
+	var avroRecs *avroJSON // nil: an Avro stream's records shown as bytes
+	if ingestpb.RecordType(m.RecordType) == ingestpb.RecordType_AVRO {
+		avroRecs, _ = newAvroJSON(m.AvroSchema)
+	}
 	size, pageBytes := 0, r.PageBytes
 	if pageBytes <= 0 {
 		pageBytes = DefaultPageBytes
@@ -64,9 +68,15 @@ func (r StoreReader) Page(ctx context.Context, m server.StreamMeta, from int64, 
 	add := func(b server.Batch) bool {
 		for i, rec := range b.Records {
 			ri := RecordInfo{Offset: b.Offset, Index: i}
-			if isJSON && json.Valid(rec) {
+			switch {
+			case isJSON && json.Valid(rec):
 				ri.JSON = CompactJSON(rec)
-			} else {
+			case avroRecs != nil:
+				var err error
+				if ri.JSON, err = avroRecs.render(rec); err != nil {
+					ri.JSON, ri.Data = nil, rec
+				}
+			default:
 				ri.Data = rec
 			}
 			p.Records = append(p.Records, ri)

@@ -15,19 +15,20 @@ const (
 
 // StreamInfo is a stream as the admin API and "streams -json" show it.
 type StreamInfo struct {
-	ID              string `json:"id"`
-	Kind            string `json:"kind"`
-	Table           string `json:"table"`
-	Principal       string `json:"principal"`
-	RecordType      string `json:"record_type"`
-	DescriptorBytes int    `json:"descriptor_bytes,omitempty"`
-	Watermark       int64  `json:"watermark"`
-	Records         int64  `json:"records"`
-	Retired         bool   `json:"retired"`
+	ID              string          `json:"id"`
+	Kind            string          `json:"kind"`
+	Table           string          `json:"table"`
+	Principal       string          `json:"principal"`
+	RecordType      string          `json:"record_type"`
+	DescriptorBytes int             `json:"descriptor_bytes,omitempty"`
+	AvroSchema      json.RawMessage `json:"avro_schema,omitempty"` // an Avro stream's writer schema
+	Watermark       int64           `json:"watermark"`
+	Records         int64           `json:"records"`
+	Retired         bool            `json:"retired"`
 }
 
-// RecordInfo is one stored record: JSON records as JSON, others (proto) as
-// base64 bytes.
+// RecordInfo is one stored record: JSON records as JSON, Avro records
+// decoded as JSON (avro.go says how), others (proto) as base64 bytes.
 type RecordInfo struct {
 	Offset int64           `json:"offset"`
 	Index  int             `json:"index"`
@@ -66,9 +67,15 @@ func ToStreamInfo(m server.StreamMeta) StreamInfo {
 		rt = "json"
 	case ingestpb.RecordType_PROTO:
 		rt = "proto"
+	case ingestpb.RecordType_AVRO:
+		rt = "avro"
+	}
+	var schema json.RawMessage
+	if m.AvroSchema != "" && json.Valid([]byte(m.AvroSchema)) {
+		schema = CompactJSON([]byte(m.AvroSchema))
 	}
 	return StreamInfo{
 		ID: m.ID, Kind: kind, Table: m.Table, Principal: m.Principal, RecordType: rt,
-		DescriptorBytes: len(m.Descriptor), Watermark: m.Watermark, Records: m.Records, Retired: m.Retired,
+		DescriptorBytes: len(m.Descriptor), AvroSchema: schema, Watermark: m.Watermark, Records: m.Records, Retired: m.Retired,
 	}
 }

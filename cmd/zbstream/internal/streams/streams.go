@@ -202,6 +202,9 @@ func printStream(w io.Writer, s admin.StreamInfo, asJSON bool) error {
 	if s.DescriptorBytes > 0 {
 		fmt.Fprintf(tw, "descriptor:\t%d bytes\n", s.DescriptorBytes)
 	}
+	if len(s.AvroSchema) > 0 {
+		fmt.Fprintf(tw, "avro schema:\t%s\n", admin.CompactJSON(s.AvroSchema))
+	}
 	fmt.Fprintf(tw, "watermark:\t%d\n", s.Watermark)
 	fmt.Fprintf(tw, "records:\t%d\n", s.Records)
 	fmt.Fprintf(tw, "state:\t%s\n", streamState(s))
@@ -215,8 +218,8 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // records prints records page by page: a JSON record as its JSON
-// text, another (proto) as base64; with -json each as an object with its
-// offset and index.
+// text, an Avro record decoded as JSON, another (proto) as base64; with
+// -json each as an object with its offset and index.
 func records(ctx context.Context, src streamSource, id string, f *flags, stdout io.Writer) error {
 	from, left := f.from, f.limit
 	enc := json.NewEncoder(stdout)

@@ -137,3 +137,46 @@ func TestStreamsDataDir(t *testing.T) {
 		t.Fatalf("show after retire:\n%s", out)
 	}
 }
+
+// TestStreamsAvro: show names an Avro stream's type and schema, and
+// records prints its records decoded as JSON, one a line.
+func TestStreamsAvro(t *testing.T) {
+	const schema = `{"type": "record", "name": "Click", "fields": [{"name": "user", "type": "string"}, {"name": "n", "type": "long"}]}`
+	data := filepath.Join(t.TempDir(), "data")
+	st, err := server.OpenBoltStore(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, _, err := st.CreateStream(ctx, server.StreamMeta{ID: "ps-avro", Kind: server.KindPersistent, Table: clitest.TableA,
+		Principal: "alice", RecordType: int32(ingestpb.RecordType_AVRO), AvroSchema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	ann := []byte{0x06, 'a', 'n', 'n', 0x02} // {"user":"ann","n":1}
+	bob := []byte{0x06, 'b', 'o', 'b', 0x03} // {"user":"bob","n":-2}
+	if err := st.Append(ctx, "ps-avro", []server.Batch{{Offset: 0, Records: [][]byte{ann}}, {Offset: 1, Records: [][]byte{bob, ann}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := cmds.WantCode(t, 0, "streams", "show", "-data", data, "ps-avro")
+	for _, want := range []string{"avro\n", `{"type":"record","name":"Click","fields":[{"name":"user","type":"string"},{"name":"n","type":"long"}]}` + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("show: no %q in\n%s", want, out)
+		}
+	}
+	out = cmds.WantCode(t, 0, "streams", "list", "-data", data)
+	if !strings.Contains(out, "avro") {
+		t.Fatalf("list:\n%s", out)
+	}
+	out = cmds.WantCode(t, 0, "streams", "records", "-data", data, "ps-avro")
+	if want := `{"user":"ann","n":1}` + "\n" + `{"user":"bob","n":-2}` + "\n" + `{"user":"ann","n":1}` + "\n"; out != want {
+		t.Fatalf("records: %q, want %q", out, want)
+	}
+	out = cmds.WantCode(t, 0, "streams", "records", "-data", data, "ps-avro", "-from", "1", "-json")
+	var r admin.RecordInfo
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &r); err != nil || r.Offset != 1 || string(r.JSON) != `{"user":"bob","n":-2}` {
+		t.Fatalf("records -json: %v %+v\n%s", err, r, out)
+	}
+}
