@@ -248,6 +248,7 @@ func TestClientSpeaksTheContract(t *testing.T) {
 			}
 			return b
 		}},
+		{"avro", []zbstream.StreamOption{zbstream.WithAvroSchema(avroSchemaJSON)}, func(i int) []byte { return avroDatum(t, int64(i)) }},
 	}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -321,12 +322,16 @@ func TestClientSpeaksTheContract(t *testing.T) {
 		"EphemeralStream ingest_record/proto_encoded_record",
 		"EphemeralStream ingest_record_batch/json_batch",
 		"EphemeralStream ingest_record_batch/proto_encoded_batch",
+		"EphemeralStream ingest_record/avro_encoded_record",
+		"EphemeralStream ingest_record_batch/avro_batch",
 		"PersistentStream create_stream",
 		"PersistentStream resume_stream/stream_id",
 		"PersistentStream ingest_record/json_record",
 		"PersistentStream ingest_record/proto_encoded_record",
 		"PersistentStream ingest_record_batch/json_batch",
 		"PersistentStream ingest_record_batch/proto_encoded_batch",
+		"PersistentStream ingest_record/avro_encoded_record",
+		"PersistentStream ingest_record_batch/avro_batch",
 		"RetireStream",
 	} {
 		if p.seen[s] == 0 {
