@@ -77,10 +77,17 @@
 //     DescriptorFromUcSchema, MessageDescriptorFromUcColumns,
 //     MessageDescriptorFromUcSchema). A program that uses them does not
 //     build against this package.
-//   - Avro is in no official release up to v1.7.0 (the official
-//     repository has it unreleased, in Beta behind the avro build tag, and
-//     has renamed its calls once already), so this package has no Avro API
-//     yet.
+//   - Avro is in no official release up to v1.7.0: the official
+//     repository has it in Beta, behind the avro build tag, with the names
+//     of its current source. This package has the same: RecordTypeAvro in
+//     every build, and, built with -tags avro, AvroTableProperties,
+//     AvroRecord, Union, CreateAvroStream,
+//     CreateAvroStreamWithHeadersProvider and the IngestAvroBytes* and
+//     IngestAvroRecord* calls (Offset, BatchOffset or RecordsOffset,
+//     Nowait), the record calls encoding with github.com/hamba/avro/v2 as
+//     the official ones do. RecordTypeAvro given to CreateStream, which has
+//     no schema to send, is an error; CreateAvroStream makes an Avro
+//     stream whatever the options' RecordType says.
 //   - Backoff: before each reconnect it waits a random time up to
 //     RecoveryBackoffMs (full jitter), where the official SDK waits exactly
 //     RecoveryBackoffMs, so that many clients that lost the same server do

@@ -56,7 +56,10 @@ const (
 	msgActive       = "Stream is in invalid state: Cannot get unacked records from an active stream. Stream must be closed first."
 	msgNoDescriptor = "Invalid argument: Proto descriptor is required for Proto record type."
 	msgNoRecordType = "Invalid argument: Record type is not specified."
-	msgNoProvider   = "Invalid argument: the headers provider is nil."
+	// msgAvroNeedsSchema: RecordTypeAvro given to CreateStream, which has
+	// no schema to send.
+	msgAvroNeedsSchema = "Invalid argument: an Avro stream needs its writer schema: create it with CreateAvroStream (the avro build tag)."
+	msgNoProvider      = "Invalid argument: the headers provider is nil."
 )
 
 // wrapCreate converts an error of stream creation: never retryable, as the

@@ -141,7 +141,7 @@ func (s *ZerobusSdk) release(own *zbstream.Client) {
 // Every error is a non-retryable *ZerobusError, as in the official SDK.
 func (s *ZerobusSdk) CreateStream(tableProps TableProperties, clientID string, clientSecret string, options *StreamConfigurationOptions) (*ZerobusStream, error) {
 	creds := zbstream.WithOAuth(s.ucURL, clientID, clientSecret)
-	return s.create(tableProps, options, creds, func() (*zbstream.Client, error) { return s.oauthClient(clientID, clientSecret) })
+	return s.create(tableProps, "", options, creds, func() (*zbstream.Client, error) { return s.oauthClient(clientID, clientSecret) })
 }
 
 // CreateStreamWithHeadersProvider creates a stream as CreateStream does,
@@ -151,14 +151,18 @@ func (s *ZerobusSdk) CreateStreamWithHeadersProvider(tableProps TableProperties,
 		return nil, fatal(msgNoProvider)
 	}
 	creds := zbstream.WithHeadersProvider(providerAdapter{headersProvider})
-	return s.create(tableProps, options, creds, func() (*zbstream.Client, error) { return s.providerClient(headersProvider) })
+	return s.create(tableProps, "", options, creds, func() (*zbstream.Client, error) { return s.providerClient(headersProvider) })
 }
 
 // create checks the options, gets the stream's client (a new one with
-// creds, or the shared one) and opens the stream.
-func (s *ZerobusSdk) create(tp TableProperties, options *StreamConfigurationOptions, creds zbstream.Option, shared func() (*zbstream.Client, error)) (*ZerobusStream, error) {
+// creds, or the shared one) and opens the stream. avroSchema, when not
+// empty, makes it an Avro stream of that writer schema.
+func (s *ZerobusSdk) create(tp TableProperties, avroSchema string, options *StreamConfigurationOptions, creds zbstream.Option, shared func() (*zbstream.Client, error)) (*ZerobusStream, error) {
 	o := options.effective()
-	opts, err := streamOptions(tp, o)
+	if avroSchema != "" {
+		o.RecordType = RecordTypeAvro // whatever the options said, as CreateAvroStream's doc says
+	}
+	opts, err := streamOptions(tp, o, avroSchema)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ type ZerobusStream struct {
 	st           *zbstream.Stream
 	own          *zbstream.Client // the stream's own client, closed with it; nil for a shared one
 	json         bool
+	avro         any // an Avro stream's parsed writer schema (the avro build tag); nil for the others
 	flushTimeout time.Duration
 	nw           nowait
 

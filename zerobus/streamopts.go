@@ -11,8 +11,9 @@ import (
 // client's default (the official SDK bounds only their number).
 const inflightBytes = 256 << 20
 
-// streamOptions translates the options for the zbstream client.
-func streamOptions(tp TableProperties, o StreamConfigurationOptions) ([]zbstream.StreamOption, error) {
+// streamOptions translates the options for the zbstream client; avroSchema
+// is the writer schema of an Avro stream ("" for the others).
+func streamOptions(tp TableProperties, o StreamConfigurationOptions, avroSchema string) ([]zbstream.StreamOption, error) {
 	opts := []zbstream.StreamOption{
 		zbstream.WithMaxInflight(maxInt(o.MaxInflightRequests), inflightBytes),
 		zbstream.WithFlushTimeout(millis(o.FlushTimeoutMs)),
@@ -48,6 +49,11 @@ func streamOptions(tp TableProperties, o StreamConfigurationOptions) ([]zbstream
 			return nil, fatal("Invalid argument: " + err.Error() + ".")
 		}
 		opts = append(opts, zbstream.WithProtoMessage(m))
+	case RecordTypeAvro:
+		if avroSchema == "" {
+			return nil, fatal(msgAvroNeedsSchema)
+		}
+		opts = append(opts, zbstream.WithAvroSchema(avroSchema))
 	default:
 		return nil, fatal(msgNoRecordType)
 	}

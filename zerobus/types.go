@@ -16,6 +16,11 @@ const (
 	RecordTypeProto RecordType = 1
 	// RecordTypeJson records are JSON objects (string).
 	RecordTypeJson RecordType = 2
+	// RecordTypeAvro records are raw Avro binary datums ([]byte) of the
+	// stream's writer schema. Only CreateAvroStream makes such a stream
+	// (built with the avro tag, as the official SDK's Beta Avro API is);
+	// CreateStream refuses it, having no schema to send.
+	RecordTypeAvro RecordType = 4
 )
 
 // StreamConfigurationOptions configures a stream. A nil
