@@ -4,6 +4,7 @@ package zerobus_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,6 +15,27 @@ import (
 
 // The official SDK's Avro API (Beta, the avro build tag), tested with
 // go test -tags avro ./zerobus.
+
+// The Avro API's signatures, as the official source has them, added to the
+// table TestOfficialMethods checks when the package is built with the tag.
+func init() {
+	sdk, stream := officialMethods[reflect.TypeFor[*zerobus.ZerobusSdk]()], officialMethods[reflect.TypeFor[*zerobus.ZerobusStream]()]
+	sdk["CreateAvroStream"] = "func(*zerobus.ZerobusSdk, zerobus.AvroTableProperties, string, string, *zerobus.StreamConfigurationOptions) (*zerobus.ZerobusStream, error)"
+	sdk["CreateAvroStreamWithHeadersProvider"] = "func(*zerobus.ZerobusSdk, zerobus.AvroTableProperties, zerobus.HeadersProvider, *zerobus.StreamConfigurationOptions) (*zerobus.ZerobusStream, error)"
+	for name, sig := range map[string]string{
+		"IngestAvroBytesOffset":      "func(*zerobus.ZerobusStream, []uint8) (int64, error)",
+		"IngestAvroBytesBatchOffset": "func(*zerobus.ZerobusStream, [][]uint8) (int64, error)",
+		"IngestAvroBytesNowait":      "func(*zerobus.ZerobusStream, []uint8) error",
+		"IngestAvroBytesBatchNowait": "func(*zerobus.ZerobusStream, [][]uint8) error",
+		"IngestAvroRecordOffset":     "func(*zerobus.ZerobusStream, zerobus.AvroRecord) (int64, error)",
+		"IngestAvroRecordsOffset":    "func(*zerobus.ZerobusStream, []zerobus.AvroRecord) (int64, error)",
+		"IngestAvroRecordNowait":     "func(*zerobus.ZerobusStream, zerobus.AvroRecord) error",
+		"IngestAvroRecordsNowait":    "func(*zerobus.ZerobusStream, []zerobus.AvroRecord) error",
+	} {
+		stream[name] = sig
+	}
+	officialFuncs["func(string, interface {}) map[string]interface {}"] = zerobus.Union
+}
 
 const testAvroSchema = `{"type":"record","name":"Click","fields":[{"name":"id","type":"long"},{"name":"page","type":["null","string"]}]}`
 
