@@ -154,6 +154,15 @@ func TestAvroMistakes(t *testing.T) {
 	if !errors.As(err, &ze) || !strings.Contains(ze.Message, "encode record 1") {
 		t.Fatalf("a batch with a bad record: %v", err)
 	}
+	for _, err := range []error{
+		func() error { _, err := st.IngestRecordOffset([]byte{2}); return err }(),
+		func() error { _, err := st.IngestRecordsOffset([]interface{}{[]byte{2}}); return err }(),
+		st.IngestRecordNowait([]byte{2}),
+	} {
+		if !errors.As(err, &ze) || !strings.Contains(ze.Message, "does not match") {
+			t.Fatalf("the generic calls on an Avro stream: %v, want a record type mismatch", err)
+		}
+	}
 	js := newJSONStream(t, l, nil)
 	if _, err := js.IngestAvroBytesOffset([]byte{0}); !errors.As(err, &ze) || !strings.Contains(ze.Message, "not an Avro stream") {
 		t.Fatalf("Avro into a JSON stream: %v", err)

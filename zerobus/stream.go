@@ -46,6 +46,9 @@ func (st *ZerobusStream) Stream() *zbstream.Stream { return st.st }
 // []byte a serialized message; anything else, or a record of the other
 // type than the stream's, is a non-retryable *ZerobusError.
 func (st *ZerobusStream) payload(p interface{}) ([]byte, error) {
+	if st.avro != nil {
+		return nil, fatal(msgTypeMismatch) // an Avro stream takes the IngestAvro calls
+	}
 	switch v := p.(type) {
 	case []byte:
 		if len(v) == 0 {
@@ -69,6 +72,9 @@ func (st *ZerobusStream) payload(p interface{}) ([]byte, error) {
 // first deciding, of the stream's type; anything else is a non-retryable
 // *ZerobusError. records is not empty.
 func (st *ZerobusStream) batchPayloads(records []interface{}) ([][]byte, error) {
+	if st.avro != nil {
+		return nil, fatal(msgTypeMismatch) // an Avro stream takes the IngestAvro calls
+	}
 	recs := make([][]byte, len(records))
 	switch records[0].(type) {
 	case []byte:
