@@ -35,7 +35,8 @@ const (
 // authentication (client id and secret) and the form fields
 // grant_type=client_credentials, scope=all-apis, authorization_details
 // down-scoping the token to the table (USE CATALOG, USE SCHEMA, SELECT and
-// MODIFY) and, when a workspace id is configured, resource.
+// MODIFY) and, when a workspace id is configured, resource. An Unscoped
+// provider sends neither (OAuthConfig.Unscoped).
 //
 // The token is cached (one per provider, that is per client id and table)
 // and replaced before it expires: a Headers call that finds it due waits
@@ -85,9 +86,11 @@ func NewOAuth(cfg OAuthConfig) (*OAuth, error) {
 		return nil, err
 	}
 	form := url.Values{
-		"grant_type":            {"client_credentials"},
-		"scope":                 {"all-apis"},
-		"authorization_details": {authorizationDetails(parts)},
+		"grant_type": {"client_credentials"},
+		"scope":      {"all-apis"},
+	}
+	if !cfg.Unscoped {
+		form.Set("authorization_details", authorizationDetails(parts))
 	}
 	if cfg.WorkspaceID != "" {
 		form.Set("resource", "api://databricks/workspaces/"+cfg.WorkspaceID+"/zerobusDirectWriteApi")

@@ -36,8 +36,15 @@ type OAuthConfig struct {
 	// never logged or printed.
 	ClientSecret string
 	// Table is the table the token is down-scoped to, catalog.schema.table
-	// (exactly three non-empty dot-separated parts).
+	// (exactly three non-empty dot-separated parts). With Unscoped it must
+	// be empty.
 	Table string
+	// Unscoped asks for a token that is not down-scoped to a table: the
+	// request carries scope=all-apis alone, without authorization_details
+	// or resource, as the official SDKs ask for the token they read a
+	// table's schema from Unity Catalog with. Table and WorkspaceID must
+	// then be empty.
+	Unscoped bool
 	// WorkspaceID, when set, is sent as the token request's resource,
 	// "api://databricks/workspaces/<WorkspaceID>/zerobusDirectWriteApi",
 	// as the official SDKs do. They take it from the Zerobus endpoint's
@@ -107,6 +114,15 @@ func (c *OAuthConfig) validate() (tokenURL string, parts [3]string, err error) {
 	}
 	if c.ClientSecret == "" {
 		return "", parts, bad("ClientSecret", "is required")
+	}
+	if c.Unscoped {
+		if c.Table != "" || c.WorkspaceID != "" {
+			return "", parts, bad("Table", "an Unscoped token has no Table or WorkspaceID")
+		}
+		if c.RefreshBefore < 0 {
+			return "", parts, bad("RefreshBefore", "must not be negative, got "+c.RefreshBefore.String())
+		}
+		return strings.TrimRight(u.String(), "/") + TokenPath, parts, nil
 	}
 	split := strings.Split(c.Table, ".")
 	if len(split) != 3 {

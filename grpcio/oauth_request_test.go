@@ -161,3 +161,37 @@ func TestOAuthExpiresInQuoted(t *testing.T) {
 		wantToken(t, o, "tok-2")
 	})
 }
+
+// TestOAuthUnscoped: an Unscoped provider asks for scope=all-apis alone,
+// with the client's Basic credentials, and refuses a Table.
+func TestOAuthUnscoped(t *testing.T) {
+	var form url.Values
+	var user, pass string
+	ep := &fakeTokenEndpoint{respond: func(_ int, req *http.Request) (int, string, error) {
+		user, pass, _ = req.BasicAuth()
+		form = req.PostForm
+		return http.StatusOK, `{"access_token":"uc-tok","token_type":"Bearer","expires_in":3600}`, nil
+	}}
+	cfg := oauthTestConfig(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if err := req.ParseForm(); err != nil {
+			return nil, err
+		}
+		return ep.RoundTrip(req)
+	}))
+	cfg.Table, cfg.Unscoped = "", true
+	wantToken(t, mustOAuth(t, cfg), "uc-tok")
+	if user != oauthTestID || pass != oauthTestSecret {
+		t.Errorf("basic auth %q", user)
+	}
+	if want := (url.Values{"grant_type": {"client_credentials"}, "scope": {"all-apis"}}); !reflect.DeepEqual(form, want) {
+		t.Errorf("form %v, want %v", form, want)
+	}
+	cfg.Table = oauthTestTable
+	if _, err := grpcio.NewOAuth(cfg); err == nil {
+		t.Error("an Unscoped config with a Table was accepted")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
