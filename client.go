@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
@@ -24,8 +25,9 @@ type Client struct {
 	cc       *grpc.ClientConn
 	opts     clientOptions
 
-	mu    sync.Mutex
-	oauth map[string]*grpcio.OAuth // per table, when WithOAuth is set
+	mu     sync.Mutex
+	oauth  map[string]*grpcio.OAuth // per table, when WithOAuth is set
+	tables tableCache               // TableDescriptor's
 }
 
 // NewClient returns a client for the Zerobus endpoint: "https://host[:port]"
@@ -35,6 +37,7 @@ type Client struct {
 // surfaces when a stream is created.
 func NewClient(endpoint string, opts ...Option) (*Client, error) {
 	c := &Client{endpoint: endpoint, oauth: map[string]*grpcio.OAuth{}}
+	c.tables.descs = map[string]*descriptorpb.DescriptorProto{}
 	for _, o := range opts {
 		if err := o(&c.opts); err != nil {
 			return nil, err

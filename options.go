@@ -17,12 +17,14 @@ import (
 type Option func(*clientOptions) error
 
 type clientOptions struct {
-	dial     grpcio.DialOptions
-	headers  grpcio.HeadersProvider
-	oauth    *grpcio.OAuthConfig
-	creds    int // credential options given: at most one
-	logger   *slog.Logger
-	observer Observer
+	dial    grpcio.DialOptions
+	headers grpcio.HeadersProvider
+	oauth   *grpcio.OAuthConfig
+	creds   int // credential options given: at most one
+	// workspaceURL is WithWorkspaceURL's: where TableDescriptor reads.
+	workspaceURL string
+	logger       *slog.Logger
+	observer     Observer
 }
 
 // HeadersProvider produces the credentials of every open; see
@@ -157,6 +159,9 @@ type streamOptions struct {
 // nested types). Without it a stream takes JSON records.
 func WithProtoMessage(m ProtoMessage) StreamOption {
 	return func(o *streamOptions) error {
+		if o.desc != nil && o.desc.json != nil {
+			return &ConfigError{Field: "RecordType", Reason: "WithJSONToProto and WithProtoMessage exclude each other"}
+		}
 		d, err := describe(m)
 		if err != nil {
 			return err

@@ -13,10 +13,12 @@ import (
 type ProtoMessage = proto.Message
 
 // protoDescriptor is a proto stream's message type and its serialized
-// DescriptorProto, as sent to the server.
+// DescriptorProto, as sent to the server; json is the message type a
+// WithJSONToProto stream converts JSON records to (nil otherwise).
 type protoDescriptor struct {
 	name  protoreflect.FullName
 	bytes []byte
+	json  protoreflect.MessageDescriptor
 }
 
 // describe returns m's descriptor as the server needs it: one

@@ -35,7 +35,20 @@ type Stream struct {
 // as IngestRecord does. v must marshal to a JSON object: anything else, or
 // a proto stream, is an error wrapping ErrRecordType, and a value
 // encoding/json refuses is its error, wrapped.
+//
+// On a stream opened WithJSONToProto, v is a JSON object (a
+// json.RawMessage or a []byte holding one, or a value encoding/json
+// marshals to one) that is converted to the stream's proto record before
+// it is queued; one that does not fit is an error wrapping ErrRecordType
+// and a *ConvertError naming the field, and nothing is ingested.
 func (s *Stream) IngestJSON(ctx context.Context, v any) (int64, error) {
+	if s.proto != nil && s.proto.json != nil {
+		rec, err := s.jsonToProto(v)
+		if err != nil {
+			return core.NoOffset, err
+		}
+		return s.IngestRecord(ctx, rec)
+	}
 	if s.proto != nil {
 		return core.NoOffset, fmt.Errorf("%w: IngestJSON on a proto stream of %s", ErrRecordType, s.proto.name)
 	}
