@@ -222,7 +222,9 @@ func TestTableDescriptorFailures(t *testing.T) {
 			answer := tc.answer
 			switch tc.name {
 			case "403":
-				answer = func(_ int, w http.ResponseWriter) { http.Error(w, `{"error_code":"PERMISSION_DENIED","message":"no"}`, 403) }
+				answer = func(_ int, w http.ResponseWriter) {
+					http.Error(w, `{"error_code":"PERMISSION_DENIED","message":"no"}`, 403)
+				}
 			case "500 then 200":
 				answer = func(n int, w http.ResponseWriter) {
 					if n == 1 {

@@ -93,11 +93,11 @@ func TestDescriptorTypeMapping(t *testing.T) {
 		"by": {"by", protoreflect.Int32Kind, opt, false, ""}, "dt": {"dt", protoreflect.Int32Kind, opt, false, ""},
 		"db": {"db", protoreflect.DoubleKind, opt, false, ""}, "f": {"f", protoreflect.FloatKind, opt, false, ""},
 		"bo": {"bo", protoreflect.BoolKind, opt, false, ""}, "bin": {"bin", protoreflect.BytesKind, opt, false, ""},
-		"addr":  {"addr", protoreflect.MessageKind, opt, false, "Addr"},
-		"tags":  {"tags", protoreflect.StringKind, rep, false, ""},
-		"items": {"items", protoreflect.MessageKind, rep, false, "Items"},
-		"attrs": {"attrs", protoreflect.MessageKind, rep, true, "AttrsEntry"},
-		"by_day": {"by_day", protoreflect.MessageKind, rep, true, "ByDayEntry"},
+		"addr":       {"addr", protoreflect.MessageKind, opt, false, "Addr"},
+		"tags":       {"tags", protoreflect.StringKind, rep, false, ""},
+		"items":      {"items", protoreflect.MessageKind, rep, false, "Items"},
+		"attrs":      {"attrs", protoreflect.MessageKind, rep, true, "AttrsEntry"},
+		"by_day":     {"by_day", protoreflect.MessageKind, rep, true, "ByDayEntry"},
 		"unit price": {"unit_price", protoreflect.DoubleKind, opt, false, ""},
 	}
 	fields := md.Fields()
