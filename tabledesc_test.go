@@ -223,24 +223,24 @@ func TestTableDescriptorFailures(t *testing.T) {
 			switch tc.name {
 			case "403":
 				answer = func(_ int, w http.ResponseWriter) {
-					http.Error(w, `{"error_code":"PERMISSION_DENIED","message":"no"}`, 403)
+					http.Error(w, `{"error_code":"PERMISSION_DENIED","message":"no"}`, http.StatusForbidden)
 				}
 			case "500 then 200":
 				answer = func(n int, w http.ResponseWriter) {
 					if n == 1 {
-						http.Error(w, "", 500)
+						http.Error(w, "", http.StatusInternalServerError)
 						return
 					}
 					ucAnswer(w)
 				}
 			case "429 every time":
-				answer = func(_ int, w http.ResponseWriter) { http.Error(w, "", 429) }
+				answer = func(_ int, w http.ResponseWriter) { http.Error(w, "", http.StatusTooManyRequests) }
 			case "503 every time":
-				answer = func(_ int, w http.ResponseWriter) { http.Error(w, "", 503) }
+				answer = func(_ int, w http.ResponseWriter) { http.Error(w, "", http.StatusServiceUnavailable) }
 			case "redirect":
 				answer = func(_ int, w http.ResponseWriter) {
 					w.Header().Set("Location", ws.URL+"/elsewhere")
-					w.WriteHeader(302)
+					w.WriteHeader(http.StatusFound)
 				}
 			}
 			if answer == nil {
@@ -326,7 +326,7 @@ func TestTableDescriptorTLS(t *testing.T) {
 
 // TestTableDescriptorContext: a canceled ctx ends the call with its cause.
 func TestTableDescriptorContext(t *testing.T) {
-	ws := startWorkspace(t, func(_ int, w http.ResponseWriter) { http.Error(w, "", 503) })
+	ws := startWorkspace(t, func(_ int, w http.ResponseWriter) { http.Error(w, "", http.StatusServiceUnavailable) })
 	c := oauthClient(t, ws)
 	ctx, cancel := context.WithTimeoutCause(t.Context(), 50*time.Millisecond, errors.New("gave up"))
 	defer cancel()

@@ -6,6 +6,13 @@
 // per-call limit (FramedSize, CallSize: each record framed as the request
 // carries it), and what a table name is (CheckTable).
 //
+// It also holds the Unity Catalog path (docs/protocol.md §11): a table's
+// schema as the tables API returns it (Column, TableSchema,
+// ParseTableSchema), the proto descriptor of its records
+// (DescriptorFromColumns, with the official SDKs' type mapping), and the
+// conversion of a JSON record to a proto record of it (JSONToProto, whose
+// errors name the field).
+//
 // The client (zbstream), the spool, the reference server, the zbstream
 // command and the adapters (contrib/redpanda) all use these functions
 // rather than copies of them, so that their rules cannot drift apart: a
