@@ -56,7 +56,14 @@ func NewClient(endpoint string, opts ...Option) (*Client, error) {
 
 // Close closes the client's connection. Close the streams first: a stream
 // still open loses its connection and fails once its recovery gives up.
-func (c *Client) Close() error { return c.cc.Close() }
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if hc := c.tables.http; hc != nil {
+		hc.CloseIdleConnections() // TableDescriptor's
+	}
+	c.mu.Unlock()
+	return c.cc.Close()
+}
 
 // CreateStream creates an ephemeral stream into table
 // (catalog.schema.table): at-least-once, since after a reconnect every

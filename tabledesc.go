@@ -123,7 +123,15 @@ func (c *Client) tableSource() (string, grpcio.HeadersProvider, *http.Client, er
 	defer c.mu.Unlock()
 	t := &c.tables
 	if t.http == nil {
+		// A transport of its own, so that Close can drop its idle
+		// connections without touching http.DefaultTransport's.
+		tr, _ := http.DefaultTransport.(*http.Transport)
+		var rt http.RoundTripper = http.DefaultTransport
+		if tr != nil {
+			rt = tr.Clone()
+		}
 		t.http = &http.Client{
+			Transport:     rt,
 			Timeout:       grpcio.DefaultOAuthTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
