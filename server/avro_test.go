@@ -214,7 +214,7 @@ func TestAvroBadDatumRefused(t *testing.T) {
 				t.Fatalf("stored %v", bs)
 			}
 			// Alone, the datum is refused as a single record.
-			st, _ = presumeAvro(t, ts, c, id)
+			st, _ = presumeAs(t, ts, c, id, ingestpb.RecordType_AVRO)
 			pavro(t, st, 1, tc.bad)
 			_, err = pend(t, st)
 			wantMessage(t, err, codes.InvalidArgument, "offset 1: invalid AVRO record: ", tc.want)
@@ -239,22 +239,6 @@ func TestAvroRecordKindMismatch(t *testing.T) {
 	esend(t, est, &ingestpb.EphemeralStreamRequest{Payload: &ingestpb.EphemeralStreamRequest_IngestRecord{IngestRecord: &ingestpb.IngestRecordRequest{
 		OffsetId: proto.Int64(0), Record: &ingestpb.IngestRecordRequest_ProtoEncodedRecord{ProtoEncodedRecord: []byte{0x08, 0x01}}}}})
 	wantMessage(t, eend(est), codes.InvalidArgument, "PROTO record at offset 0 on a AVRO stream")
-}
-
-// presumeAvro resumes an Avro stream and returns the watermark.
-func presumeAvro(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient, id string) (pstream, *int64) {
-	t.Helper()
-	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, presumeReq(id, ingestpb.RecordType_AVRO, nil))
-	r, err := st.Recv()
-	if err != nil {
-		t.Fatalf("resume: %v", err)
-	}
-	rr := r.GetResumeStreamResponse()
-	if rr == nil {
-		t.Fatalf("resume answered with %v", r)
-	}
-	return st, rr.LastCommittedOffset
 }
 
 func TestAvroResume(t *testing.T) {
@@ -287,7 +271,7 @@ func TestAvroResume(t *testing.T) {
 
 	// With record_type AVRO the stream continues, its datums checked with
 	// the stored schema.
-	st, w := presumeAvro(t, ts, c, id)
+	st, w := presumeAs(t, ts, c, id, ingestpb.RecordType_AVRO)
 	if w == nil || *w != 0 {
 		t.Fatalf("watermark %v", w)
 	}
@@ -360,7 +344,7 @@ func TestAvroFaults(t *testing.T) {
 	if len(acks) > 0 && acks[len(acks)-1] >= 1 {
 		t.Fatalf("acks %v: the fault lets no ack of offset 1 out", acks)
 	}
-	st, w := presumeAvro(t, ts, c, id)
+	st, w := presumeAs(t, ts, c, id, ingestpb.RecordType_AVRO)
 	if w == nil || *w != 1 {
 		t.Fatalf("watermark %v, want 1", w)
 	}
@@ -402,7 +386,7 @@ func TestAvroBoltRestart(t *testing.T) {
 	if m := meta(t, ts.Server, id); m.AvroSchema != avroSchema || m.RecordType != int32(ingestpb.RecordType_AVRO) || m.Records != 2 {
 		t.Fatalf("after the restart: %+v", m)
 	}
-	pst, w := presumeAvro(t, ts, c, id)
+	pst, w := presumeAs(t, ts, c, id, ingestpb.RecordType_AVRO)
 	if w == nil || *w != 0 {
 		t.Fatalf("watermark %v", w)
 	}

@@ -154,8 +154,15 @@ func pcreate(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient, reqI
 // presume resumes a JSON stream and returns the watermark (nil: absent).
 func presume(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient, id string) (pstream, *int64) {
 	t.Helper()
+	return presumeAs(t, ts, c, id, ingestpb.RecordType_JSON)
+}
+
+// presumeAs resumes a stream of record type typ and returns the watermark
+// (nil: absent).
+func presumeAs(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient, id string, typ ingestpb.RecordType) (pstream, *int64) {
+	t.Helper()
 	st := openPersistent(t, c, callCtx(t, ts))
-	psend(t, st, presumeReq(id, ingestpb.RecordType_JSON, nil))
+	psend(t, st, presumeReq(id, typ, nil))
 	r, err := st.Recv()
 	if err != nil {
 		t.Fatalf("resume: %v", err)
