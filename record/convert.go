@@ -118,7 +118,10 @@ func JSONToProto(md protoreflect.MessageDescriptor, data []byte) ([]byte, error)
 	if _, err := c.dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &ConvertError{Fault: FaultSyntax, Reason: "data after the object", Err: err}
 	}
-	b, err := proto.MarshalOptions{AllowPartial: true}.Marshal(m) // required fields were checked
+	// Deterministic: the same JSON gives the same bytes (map entries in
+	// key order), so that a record converted again after a crash is the
+	// same payload, which a strict server compares with the stored one.
+	b, err := proto.MarshalOptions{AllowPartial: true, Deterministic: true}.Marshal(m) // required fields were checked
 	if err != nil {
 		return nil, &ConvertError{Fault: FaultWrongType, Reason: "the message does not encode", Err: err}
 	}
