@@ -14,7 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -54,22 +54,19 @@ const ucOrders = `{
 // token endpoint, which the command must not need (it sends its -token).
 type ucWorkspace struct {
 	*httptest.Server
-	token string
-
-	mu     sync.Mutex
-	answer string
-	gets   int // schema requests answered
-	tokens int // token requests
+	token  string
+	answer atomic.Pointer[string]
+	gets   atomic.Int32 // schema requests answered
+	tokens atomic.Int32 // token requests
 }
 
 func startUCWorkspace(t *testing.T, token, answer string) *ucWorkspace {
 	t.Helper()
-	ws := &ucWorkspace{token: token, answer: answer}
+	ws := &ucWorkspace{token: token}
+	ws.answer.Store(&answer)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /oidc/v1/token", func(w http.ResponseWriter, _ *http.Request) {
-		ws.mu.Lock()
-		ws.tokens++
-		ws.mu.Unlock()
+		ws.tokens.Add(1)
 		fmt.Fprint(w, `{"access_token":"uc-token","token_type":"Bearer","expires_in":3600}`)
 	})
 	mux.HandleFunc("GET /api/2.1/unity-catalog/tables/{name}", func(w http.ResponseWriter, r *http.Request) {
@@ -81,29 +78,16 @@ func startUCWorkspace(t *testing.T, token, answer string) *ucWorkspace {
 			http.Error(w, `{"error_code":"TABLE_DOES_NOT_EXIST","message":"Table does not exist."}`, http.StatusNotFound)
 			return
 		}
-		ws.mu.Lock()
-		ws.gets++
-		answer := ws.answer
-		ws.mu.Unlock()
+		ws.gets.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, answer)
+		fmt.Fprint(w, *ws.answer.Load())
 	})
 	ws.Server = httptest.NewServer(mux)
 	t.Cleanup(ws.Close)
 	return ws
 }
 
-func (ws *ucWorkspace) requests() (gets, tokens int) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	return ws.gets, ws.tokens
-}
-
-func (ws *ucWorkspace) setAnswer(answer string) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	ws.answer = answer
-}
+func ptr[T any](v T) *T { return &v }
 
 // ucServer is a reference server whose token may write ucTable, and the
 // ingest flags for it.
@@ -254,7 +238,7 @@ func TestIngestTableSchema(t *testing.T) {
 	if code, _, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
-	if gets, tokens := ws.requests(); gets != 1 || tokens != 0 {
+	if gets, tokens := ws.gets.Load(), ws.tokens.Load(); gets != 1 || tokens != 0 {
 		t.Fatalf("workspace saw %d schema requests and %d token requests, want 1 and 0", gets, tokens)
 	}
 	st := readState(t, file+".zbstate")
@@ -271,7 +255,7 @@ func TestIngestTableSchema(t *testing.T) {
 	if code, out, _ := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK || !strings.Contains(out, "already done") {
 		t.Fatalf("second run: exit %d: %s", code, out)
 	}
-	if gets, _ := ws.requests(); gets != 1 {
+	if gets := ws.gets.Load(); gets != 1 {
 		t.Fatalf("the rerun read the schema again (%d requests)", gets)
 	}
 
@@ -299,7 +283,7 @@ func TestIngestTableSchema(t *testing.T) {
 			t.Fatalf("record %d: %v from the workspace's schema, %v from the file's (%v)", i, a[i], m, err)
 		}
 	}
-	if gets, _ := ws.requests(); gets != 1 {
+	if gets := ws.gets.Load(); gets != 1 {
 		t.Fatalf("-table-schema=FILE asked the workspace (%d requests)", gets)
 	}
 }
@@ -307,8 +291,8 @@ func TestIngestTableSchema(t *testing.T) {
 // TestIngestTableSchemaPinned: a rerun of an ingestion under way goes on
 // with the descriptor its stream was created with, even after the table's
 // schema changed in a way the file's lines no longer fit (a new NOT NULL
-// column): it reads no schema, and a state file made without
-// -table-schema is refused.
+// column): it reads no schema, whether the stream's id was saved or not,
+// and a state file made without -table-schema is refused.
 func TestIngestTableSchemaPinned(t *testing.T) {
 	ts, sargs := ucServer(t)
 	ws := startUCWorkspace(t, ts.Token, ucOrders)
@@ -323,16 +307,36 @@ func TestIngestTableSchemaPinned(t *testing.T) {
 	if err := st.save(file + ".zbstate"); err != nil {
 		t.Fatal(err)
 	}
-	ws.setAnswer(strings.Replace(ucOrders, `"columns": [`,
-		`"columns": [{"name": "region", "type_name": "STRING", "type_text": "string", "position": 8, "nullable": false},`, 1))
+	ws.answer.Store(ptr(strings.Replace(ucOrders, `"columns": [`,
+		`"columns": [{"name": "region", "type_name": "STRING", "type_text": "string", "position": 8, "nullable": false},`, 1)))
 	code, out, _ := runIngestCmd(context.Background(), t, args...)
 	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 2") {
 		t.Fatalf("resume: exit %d: %s", code, out)
 	}
-	if gets, _ := ws.requests(); gets != 1 {
+	if gets := ws.gets.Load(); gets != 1 {
 		t.Fatalf("the resume read the schema again (%d requests)", gets)
 	}
 	checkOrders(t, decodeOrders(t, ts, st.StreamID), n)
+
+	// A state saved before the create's answer (a crash then): the rerun
+	// creates again with the same request id and the pinned descriptor,
+	// and gets the same stream back.
+	st = readState(t, file+".zbstate")
+	id := st.StreamID
+	st.StreamID, st.Done = "", false
+	if err := st.save(file + ".zbstate"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ = runIngestCmd(context.Background(), t, args...)
+	if code != cli.ExitOK || !strings.Contains(out, "sent 0 records in 0 calls from watermark 2") {
+		t.Fatalf("re-create: exit %d: %s", code, out)
+	}
+	if got := readState(t, file+".zbstate").StreamID; got != id || streamCount(t, ts) != 1 {
+		t.Fatalf("re-create gave stream %s, want %s (the server has %d)", got, id, streamCount(t, ts))
+	}
+	if gets := ws.gets.Load(); gets != 1 {
+		t.Fatalf("the re-create read the schema again (%d requests)", gets)
+	}
 
 	// A state file of plain JSON lines is another ingestion.
 	plain := writeLines(t, t.TempDir(), "plain.jsonl", 5)
@@ -343,7 +347,7 @@ func TestIngestTableSchemaPinned(t *testing.T) {
 	if code != cli.ExitUsage || !strings.Contains(errOut, "was made for json-lines input") {
 		t.Fatalf("plain state with -table-schema: exit %d: %s", code, errOut)
 	}
-	if gets, _ := ws.requests(); gets != 1 {
+	if gets := ws.gets.Load(); gets != 1 {
 		t.Fatalf("the refused run read the schema (%d requests)", gets)
 	}
 }
