@@ -6,12 +6,28 @@
 // With -table-field every record goes to the table its field names,
 // through a writer.Writer.
 //
+// With -table-schema the JSON lines go as proto records of the table's
+// Unity Catalog schema (record.JSONToProto, on a zbstream.WithJSONToProto
+// stream). One flag says both that and where the schema comes from: the
+// bare flag reads it from -workspace-url with the -token
+// (Client.TableDescriptor), which is the live schema and the common
+// case; -table-schema=FILE reads the tables API's answer saved to disk,
+// for a run that cannot or should not reach the workspace. The scan
+// converts every line before anything is sent, so a line that does not
+// fit ends the run as FILE:LINE naming the field (or is set aside with
+// -skip-invalid). The state file pins the descriptor the stream is
+// created with, and a rerun goes on with it without reading the schema
+// again: the stream holds records of that descriptor, whatever the table
+// has become since. It takes one table: -table-field is refused, as with
+// -avro-schema.
+//
 // Where things are:
 //
 //	ingest.go          Run: flags, state file, one table or routed
 //	flags.go           the flags and their checks
 //	source.go          the input: formats, reading records, input errors
 //	avro.go            -avro-schema: JSON lines into Avro datums
+//	tableschema.go     -table-schema: the table's schema, JSON lines into its proto records
 //	check.go           the record checks (record.Checker) before sending
 //	batch.go           records into calls, deterministically
 //	send.go            one table: send from the watermark, wait, close

@@ -24,7 +24,21 @@ holds JSON lines (one JSON object per non-empty line), or, with
 JSON lines are encoded as Avro datums of that record schema and sent on an
 Avro stream; a line that does not fit the schema (a missing field without
 a default, a field the schema lacks, a value of the wrong type) is refused
-as an invalid record is. Flags may come before or after FILE.
+as an invalid record is.
+
+With -table-schema the JSON lines are converted to proto records of the
+table's Unity Catalog schema and sent on a proto stream, as the official
+SDKs' JSON-to-proto path does (a column by its name, NOT NULL columns
+required). The bare flag reads the schema from the workspace given with
+-workspace-url (GET /api/2.1/unity-catalog/tables/TABLE, with the bearer
+token of -token or $ZBSTREAM_TOKEN); -table-schema=FILE (with "=") reads
+it from FILE, that API's answer saved as JSON, and needs no workspace. A
+line that does not fit (a column the table lacks, a value of the wrong
+type, null or nothing for a NOT NULL column) is refused, naming the
+field, as an invalid record is. The state file pins the descriptor the
+stream is created with: a rerun goes on with it and reads no schema.
+
+Flags may come before or after FILE.
 
 Every record is checked, before anything is sent, with the server's own
 rules (a JSON object in valid UTF-8, or a message that parses with the
@@ -61,7 +75,8 @@ the run exits 1 naming it, and a rerun continues it.
 Exit codes: 0 done, 1 failure, 2 bad flags (a TLS mismatch with the server
 included: an untrusted certificate, the wrong scheme), 3 unreadable or
 malformed input (or a state file for another file, or records the server
-refused), 4 server unreachable, 5 credentials or table refused, 130
+refused), 4 server (or -table-schema's workspace) unreachable, 5
+credentials or table refused (by the server, or by the workspace), 130
 interrupted (run again to continue).
 
 Flags:`
@@ -81,7 +96,9 @@ type flags struct {
 	tokenFrom                               string // "-token", "$ZBSTREAM_TOKEN" or "" (none)
 	state, skipInvalid                      string
 	descSet, message                        string
-	avroSchema                              string // -avro-schema: JSON lines sent as Avro datums
+	avroSchema                              string          // -avro-schema: JSON lines sent as Avro datums
+	tableSchema                             tableSchemaFlag // -table-schema: JSON lines sent as proto records of the table's schema
+	workspaceURL                            string          // -workspace-url: where -table-schema reads the schema
 	batchRecords, maxInflight               int
 	batchBytes                              int64
 	interval, closeTimeout                  time.Duration
@@ -106,6 +123,8 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.descSet, "proto-descriptor-set", "", "FileDescriptorSet `file` (protoc --descriptor_set_out --include_imports): FILE holds length-delimited protobuf records")
 	fs.StringVar(&f.message, "proto-message", "", "full `name` of the records' message in the descriptor set, e.g. pkg.Event")
 	fs.StringVar(&f.avroSchema, "avro-schema", "", "Avro record schema `file` (.avsc): each JSON line is encoded as a datum of it and sent on an Avro stream")
+	fs.Var(&f.tableSchema, "table-schema", "send each JSON line as a proto record of the table's Unity Catalog schema, read from -workspace-url; -table-schema=FILE reads it from FILE instead (the tables API's answer saved as JSON)")
+	fs.StringVar(&f.workspaceURL, "workspace-url", "", "with -table-schema: the Databricks workspace `URL` whose Unity Catalog holds the table, e.g. https://my-workspace.cloud.databricks.com")
 	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
 	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
@@ -136,6 +155,9 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		if len(pos) == 0 {
 			return nil, cli.UsageErr("ingest takes one FILE, got none")
 		}
+		if f.tableSchema.fetch() {
+			return nil, cli.UsageErr("ingest takes one FILE, got %s: %q (to read the table's schema from a file, write -table-schema=FILE, with \"=\")", plural(int64(len(pos)), "argument"), pos)
+		}
 		return nil, cli.UsageErr("ingest takes one FILE, got %s: %q", plural(int64(len(pos)), "argument"), pos)
 	case f.endpoint == "":
 		return nil, cli.UsageErr("-endpoint is required")
@@ -151,6 +173,18 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 		return nil, cli.UsageErr("-avro-schema and -proto-descriptor-set exclude each other: FILE holds JSON lines for Avro, or protobuf records")
 	case f.avroSchema != "" && f.tableField != "":
 		return nil, cli.UsageErr("-avro-schema takes one table (-table): one writer schema for one table's records")
+	case f.tableSchema.on && (f.descSet != "" || f.message != ""):
+		return nil, cli.UsageErr("-table-schema and -proto-descriptor-set/-proto-message exclude each other: -table-schema makes the proto message from the table's schema, and FILE holds JSON lines")
+	case f.tableSchema.on && f.avroSchema != "":
+		return nil, cli.UsageErr("-table-schema and -avro-schema exclude each other: the JSON lines go as proto records of the table's schema, or as Avro datums")
+	case f.tableSchema.on && f.tableField != "":
+		return nil, cli.UsageErr("-table-schema takes one table (-table): its schema is that table's")
+	case f.tableSchema.fetch() && f.workspaceURL == "":
+		return nil, cli.UsageErr("-table-schema reads the table's schema from a workspace: give -workspace-url, or -table-schema=FILE to read it from a file")
+	case f.tableSchema.fetch() && f.token == "":
+		return nil, cli.UsageErr("-table-schema reads the table's schema with a bearer token: pass -token, or set $%s", cli.EnvToken)
+	case f.workspaceURL != "" && !f.tableSchema.fetch():
+		return nil, cli.UsageErr("-workspace-url is where -table-schema (without =FILE) reads the table's schema, and nothing else uses it")
 	case (f.descSet == "") != (f.message == ""):
 		return nil, cli.UsageErr("-proto-descriptor-set and -proto-message go together")
 	case f.batchRecords <= 0:

@@ -35,6 +35,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if f.caFile != "" {
 		copts = append(copts, zbstream.WithCAFile(f.caFile))
 	}
+	if f.workspaceURL != "" {
+		copts = append(copts, zbstream.WithWorkspaceURL(f.workspaceURL))
+	}
 	client, err := zbstream.NewClient(f.endpoint, copts...)
 	if err != nil {
 		return f.clientErr(err)
@@ -53,6 +56,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		src.format = formatAvro
+	}
+	if f.tableSchema.on {
+		src.format = formatTableProto // the schema is read once the state file is
 	}
 	if src.check, err = checker(src.md); err != nil {
 		return err
@@ -77,6 +83,17 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if st != nil && st.TableField != "" {
 		return st.matchesFlags(f.state, src, f.table) // a routed state: never dropped below
+	}
+	if src.format == formatTableProto {
+		if st != nil && st.StreamID != "" {
+			// Another ingestion's stream: said before any schema is read.
+			if err := st.matchesFlags(f.state, src, f.table); err != nil {
+				return err
+			}
+		}
+		if src.table, err = loadTableSchema(ctx, f, client, pinnedDescriptor(st)); err != nil {
+			return err
+		}
 	}
 	// A state file without a stream id was saved before a create that
 	// failed or was cut short: nothing was sent under it, so its stream,
@@ -108,6 +125,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if src.avro != nil {
 		sopts = append(sopts, zbstream.WithAvroSchema(src.avro.text))
+	}
+	if src.table != nil {
+		sopts = append(sopts, zbstream.WithJSONToProto(src.table.desc))
 	}
 	var s *zbstream.Stream
 	defer func() {
@@ -185,6 +205,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		if src.avro != nil {
 			st.AvroSchemaSHA256 = src.avro.sha256
+		}
+		if src.table != nil {
+			st.TableDescriptor = src.table.raw
 		}
 		if err := st.save(f.state); err != nil {
 			return cli.WithCode(cli.ExitFailure, err)

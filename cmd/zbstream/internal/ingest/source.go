@@ -31,6 +31,8 @@ const (
 	formatJSON  = "json-lines"
 	formatProto = "protobuf-delimited"
 	formatAvro  = "json-lines-avro" // JSON lines sent as Avro datums (-avro-schema)
+	// JSON lines sent as proto records of a table's schema (-table-schema).
+	formatTableProto = "json-lines-table-proto"
 )
 
 // maxRecordBytes bounds one record: the protocol's per-call limit, which a
@@ -51,13 +53,20 @@ type recordReader interface {
 	place() place
 }
 
+// lineEncoder turns a JSON line into the record sent for it (an Avro
+// datum, a proto record), or says why the line does not fit: the reason
+// of an *invalidRecord.
+type lineEncoder interface {
+	encode(line []byte) (rec []byte, reason string)
+}
+
 // jsonLines reads a JSON-lines file: every non-empty line is one record,
 // checked as the server checks it; blank lines are skipped.
 type jsonLines struct {
 	path  string
 	r     *bufio.Reader
 	check *record.Checker
-	avro  *avroCodec // non-nil: each line is sent as an Avro datum of its schema
+	enc   lineEncoder // non-nil: each line is sent as what it encodes it to
 	line  int64
 	pos   int64 // bytes read
 	at    place
@@ -91,15 +100,15 @@ func (j *jsonLines) next() ([]byte, error) {
 		if reason := jsonReason(j.check, rec); reason != "" {
 			return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
 		}
-		if j.avro != nil {
-			datum, reason := j.avro.encode(rec)
+		if j.enc != nil {
+			out, reason := j.enc.encode(rec)
 			if reason == "" {
-				reason = sizeReason(datum)
+				reason = sizeReason(out)
 			}
 			if reason != "" {
 				return nil, &invalidRecord{loc: fmt.Sprintf("%s:%d", j.path, j.line), place: j.at, reason: reason, record: rec}
 			}
-			return datum, nil
+			return out, nil
 		}
 		return rec, nil
 	}
@@ -248,7 +257,20 @@ type source struct {
 	format string
 	md     protoreflect.MessageDescriptor // for formatProto
 	avro   *avroCodec                     // for formatAvro
+	table  *tableCodec                    // for formatTableProto
 	check  *record.Checker
+}
+
+// encoder returns what the lines of a JSON-lines source are sent as, or
+// nil when they are sent as they are.
+func (s source) encoder() lineEncoder {
+	switch {
+	case s.avro != nil:
+		return s.avro
+	case s.table != nil:
+		return s.table
+	}
+	return nil
 }
 
 // open opens the file and returns a reader of its records; the returned
@@ -269,7 +291,7 @@ func (s source) open(withHash bool) (recordReader, hash.Hash, *countingReader, f
 	if s.format == formatProto {
 		return &delimitedProto{path: s.path, r: br, md: s.md, check: s.check, count: cr}, h, cr, f.Close, nil
 	}
-	return &jsonLines{path: s.path, r: br, check: s.check, avro: s.avro}, h, cr, f.Close, nil
+	return &jsonLines{path: s.path, r: br, check: s.check, enc: s.encoder()}, h, cr, f.Close, nil
 }
 
 // describe names records first to last of the file: "lines 3-9 of FILE".

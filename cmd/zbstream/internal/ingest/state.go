@@ -56,7 +56,12 @@ type state struct {
 	// AvroSchemaSHA256 pins the -avro-schema file (its bytes): the calls
 	// the server holds are datums of that schema.
 	AvroSchemaSHA256 string `json:"avro_schema_sha256,omitempty"`
-	Records          int64  `json:"records"`
+	// TableDescriptor pins the -table-schema descriptor (serialized, in
+	// base64): the stream was created with it and holds records of it,
+	// so a rerun goes on with it rather than read the table's schema
+	// again, which may have changed since.
+	TableDescriptor []byte `json:"table_descriptor,omitempty"`
+	Records         int64  `json:"records"`
 
 	// The mapping: call k (offset k) is the k-th group of at most
 	// BatchRecords records and BatchBytes bytes as sent; Batches calls in
@@ -120,7 +125,8 @@ func loadState(path string) (*state, error) {
 		return nil, inputErr("state file %s has version %d; this zbstream reads version %d", path, st.Version, stateVersion)
 	case st.BatchRecords <= 0 || st.BatchBytes <= 0 || st.SHA256 == "",
 		st.TableField == "" && (st.ClientRequestID == "" || st.Table == ""),
-		st.TableField != "" && (len(st.Tables) == 0 || st.Table != "" || st.StreamID != ""):
+		st.TableField != "" && (len(st.Tables) == 0 || st.Table != "" || st.StreamID != ""),
+		st.Format == formatTableProto && len(st.TableDescriptor) == 0:
 		return nil, inputErr("state file %s is incomplete (a field is missing)", path)
 	}
 	for table, ts := range st.Tables {
