@@ -90,14 +90,18 @@ func (c *TableChecker) CheckJSON(rec []byte) error {
 // the table: Field is the path of the field at fault as the stream names
 // it ("addr.zip"; in a schema "items[].qty", "attrs{key}",
 // "attrs{value}.x"; in a record "items[2].qty", `attrs["k"].x`), or of
-// the column that has no field; Reason says why.
+// the column that has no field, empty for the schema as a whole; Reason
+// says why.
 type FitError struct {
 	Field  string
 	Reason string
 }
 
-// Error names the field and the reason.
+// Error names the field, if any, and the reason.
 func (e *FitError) Error() string {
+	if e.Field == "" {
+		return "does not fit the table: " + e.Reason
+	}
 	return "does not fit the table: field " + strconv.Quote(e.Field) + ": " + e.Reason
 }
 

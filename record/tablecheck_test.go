@@ -166,3 +166,40 @@ func TestTableCheckerJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestFitErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		err  *record.FitError
+		want string
+	}{
+		{&record.FitError{Field: "a.b", Reason: "why"}, `does not fit the table: field "a.b": why`},
+		{&record.FitError{Reason: "why"}, `does not fit the table: why`},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// BenchmarkTableCheckerJSON: CheckJSON converts the record, as JSONToProto
+// does, where the syntax check alone (record.CheckJSON) only scans it.
+func BenchmarkTableCheckerJSON(b *testing.B) {
+	c := ordersChecker(b)
+	rec := []byte(everyTypeRecord)
+	b.Run("CheckJSON", func(b *testing.B) {
+		b.SetBytes(int64(len(rec)))
+		for b.Loop() {
+			if err := c.CheckJSON(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("syntax", func(b *testing.B) {
+		b.SetBytes(int64(len(rec)))
+		for b.Loop() {
+			if err := record.CheckJSON(rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
