@@ -198,11 +198,21 @@ func SameDescriptor(a, b []byte) bool {
 // descriptor and no closed (proto2) enum field with a value outside its
 // enum.
 func (c *Checker) checkProto(rec []byte) error {
-	m := dynamicpb.NewMessage(c.msg)
+	_, err := decodeProto(c.msg, rec)
+	return err
+}
+
+// decodeProto decodes rec as a message of md under the rules of
+// checkProto, and returns it for checks of its own (ProtoFit.Check).
+func decodeProto(md protoreflect.MessageDescriptor, rec []byte) (protoreflect.Message, error) {
+	m := dynamicpb.NewMessage(md)
 	if err := proto.Unmarshal(rec, m); err != nil {
-		return err
+		return nil, err
 	}
-	return matchesDescriptor(m)
+	if err := matchesDescriptor(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func matchesDescriptor(m protoreflect.Message) error {

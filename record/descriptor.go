@@ -70,6 +70,16 @@ func DescriptorFromColumns(name string, columns []Column) (*descriptorpb.Descrip
 	if len(columns) == 0 {
 		return nil, &SchemaError{Reason: "no columns"}
 	}
+	fields, err := tableFields(columns)
+	if err != nil {
+		return nil, err
+	}
+	return buildMessage(name, fields, "")
+}
+
+// tableFields parses the types of columns, ordered by Position (ties keep
+// their order): the fields of the table's message.
+func tableFields(columns []Column) ([]ucField, error) {
 	sorted := slices.Clone(columns)
 	slices.SortStableFunc(sorted, func(a, b Column) int { return a.Position - b.Position })
 	fields := make([]ucField, len(sorted))
@@ -80,7 +90,7 @@ func DescriptorFromColumns(name string, columns []Column) (*descriptorpb.Descrip
 		}
 		fields[i] = ucField{name: c.Name, typ: t, nullable: c.Nullable}
 	}
-	return buildMessage(name, fields, "")
+	return fields, nil
 }
 
 // MessageName turns a table name into a message name: the characters a
@@ -114,12 +124,9 @@ func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.D
 	number := int32(0)
 	for _, f := range fields {
 		path := prefix + f.name
-		pname := sanitize(f.name)
+		pname := protoName(f.name)
 		if pname == "" {
 			return nil, &SchemaError{Column: path, Reason: "a column needs a name"}
-		}
-		if isDigit(pname[0]) {
-			pname = "_" + pname
 		}
 		if err := names.claim(pname, fmt.Sprintf("column %q", path), path); err != nil {
 			return nil, err
@@ -221,6 +228,17 @@ func mapEntry(msg *descriptorpb.DescriptorProto, names scope, pname string, t *u
 		Options: &descriptorpb.MessageOptions{MapEntry: proto.Bool(true)},
 	})
 	return entryName, nil
+}
+
+// protoName is the proto field name of a column (or a struct's field)
+// named col: sanitized, with a leading '_' if it starts with a digit; ""
+// for an empty name.
+func protoName(col string) string {
+	n := sanitize(col)
+	if n != "" && isDigit(n[0]) {
+		n = "_" + n
+	}
+	return n
 }
 
 // sanitize replaces every character but an ASCII letter, digit or '_'

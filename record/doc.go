@@ -11,13 +11,33 @@
 // ParseTableSchema), the proto descriptor of its records
 // (DescriptorFromColumns, with the official SDKs' type mapping), and the
 // conversion of a JSON record to a proto record of it (JSONToProto, whose
-// errors name the field).
+// errors name the field); and what such a table accepts (TableChecker):
+// JSON records, the message of a proto stream and its records, and the
+// parsed columns for checks of other formats (the reference server's
+// Avro check), with errors that name the field.
 //
 // The client (zbstream), the spool, the reference server, the zbstream
 // command and the adapters (contrib/redpanda) all use these functions
 // rather than copies of them, so that their rules cannot drift apart: a
 // record the server would refuse ends its stream for good, and a client
 // that refuses it first, with the same code, keeps the stream alive.
+//
+// Where each rule lives:
+//
+//	json.go            CheckJSON: one JSON object in valid UTF-8, one pass
+//	checker.go         Checker: a stream's records against its record type
+//	                   and descriptor; MessageDescriptor, SameDescriptor
+//	size.go            FramedSize, CallSize: records as a request frames them
+//	table.go           CheckTable: catalog.schema.table
+//	schema.go          Column, TableSchema, ParseTableSchema, SchemaError
+//	schema_type.go     a column's type, from type_name and type_json
+//	descriptor.go      DescriptorFromColumns: the official type mapping
+//	convert.go         JSONToProto and its ConvertError; convert_scalar.go
+//	                   the scalars, as protobuf's JSON mapping reads them
+//	tablecheck.go      TableChecker: NewTableChecker, CheckJSON, FitError
+//	tablefield.go      TableField, FieldType: the parsed columns, exported
+//	tablefit.go        ProtoFit: a stream's message against the columns
+//	tablefit_record.go ProtoFit.Check: its records, NOT NULL columns set
 //
 // The package imports only the standard library, protobuf and the
 // generated wire code (package ingestpb): an adapter that checks records

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
@@ -62,4 +64,59 @@ func ExampleCheckTable() {
 	// Output:
 	// <nil>
 	// "default.events" is not catalog.schema.table
+}
+
+// A TableChecker holds records and proto streams to a Unity Catalog
+// table's columns: a JSON record by the columns' names and types, a proto
+// stream's message field by field (a sint64 holds the BIGINT), and each
+// record of that stream for the NOT NULL columns its message leaves
+// optional.
+func ExampleNewTableChecker() {
+	table, err := record.ParseTableSchema([]byte(`{"name": "events", "columns": [
+		{"name": "id", "type_name": "LONG", "position": 0, "nullable": false},
+		{"name": "msg", "type_name": "STRING", "position": 1}]}`))
+	if err != nil {
+		panic(err)
+	}
+	c, err := record.NewTableChecker(table)
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range c.Fields() {
+		fmt.Println(f.Name, f.Type.Kind, f.Nullable)
+	}
+	for _, rec := range []string{`{"id": 1, "msg": "hi"}`, `{"msg": "hi"}`, `{"id": 1, "level": 3}`} {
+		fmt.Println(c.CheckJSON([]byte(rec)))
+	}
+
+	dp := &descriptorpb.DescriptorProto{}
+	if err := prototext.Unmarshal([]byte(`name: "Event"
+		field { name: "id"  number: 1 label: LABEL_OPTIONAL type: TYPE_SINT64 }
+		field { name: "msg" number: 2 label: LABEL_OPTIONAL type: TYPE_STRING }`), dp); err != nil {
+		panic(err)
+	}
+	raw, err := proto.Marshal(dp) // as a client sends it at create
+	if err != nil {
+		panic(err)
+	}
+	md, err := record.MessageDescriptor(raw)
+	if err != nil {
+		panic(err)
+	}
+	fit, err := c.ProtoFit(md)
+	if err != nil {
+		panic(err)
+	}
+	withID := []byte{0x08, 0x03}    // id: -2 (zigzag)
+	withoutID := []byte{0x12, 0x00} // msg: ""
+	fmt.Println(fit.Check(withID))
+	fmt.Println(fit.Check(withoutID))
+	// Output:
+	// id BIGINT false
+	// msg STRING true
+	// <nil>
+	// JSON record: field "id": missing field: a NOT NULL column must be given
+	// JSON record: field "level": unknown field: events has no such field
+	// <nil>
+	// does not fit the table: field "id": the column is NOT NULL and the field is not set
 }

@@ -77,11 +77,17 @@ func ParseTableSchema(b []byte) (*TableSchema, error) {
 // (DescriptorFromColumns), its message named after the table (MessageName
 // of Name, or of the last part of FullName when Name is empty).
 func (t *TableSchema) Descriptor() (*descriptorpb.DescriptorProto, error) {
+	return DescriptorFromColumns(t.messageName(), t.Columns)
+}
+
+// messageName is the name of the table's message: MessageName of Name, or
+// of the last part of FullName when Name is empty.
+func (t *TableSchema) messageName() string {
 	name := t.Name
 	if name == "" {
 		name = t.FullName[strings.LastIndexByte(t.FullName, '.')+1:]
 	}
-	return DescriptorFromColumns(MessageName(name), t.Columns)
+	return MessageName(name)
 }
 
 // SchemaError is a table schema that cannot become a proto descriptor: a

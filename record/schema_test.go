@@ -9,17 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/zbstream/zbstream/record"
 )
 
-// ordersType returns the message type of testdata/uc_table.json, built as
-// a stream's descriptor is: serialized, then read back with
-// record.MessageDescriptor.
-func ordersType(t testing.TB) protoreflect.MessageDescriptor {
+// ordersSchema returns the table of testdata/uc_table.json.
+func ordersSchema(t testing.TB) *record.TableSchema {
 	t.Helper()
 	raw, err := os.ReadFile("testdata/uc_table.json")
 	if err != nil {
@@ -29,30 +26,23 @@ func ordersType(t testing.TB) protoreflect.MessageDescriptor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dp, err := ts.Descriptor()
+	return ts
+}
+
+// ordersType returns the message type of testdata/uc_table.json, built as
+// a stream's descriptor is: serialized, then read back with
+// record.MessageDescriptor.
+func ordersType(t testing.TB) protoreflect.MessageDescriptor {
+	t.Helper()
+	dp, err := ordersSchema(t).Descriptor()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := proto.Marshal(dp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := record.MessageDescriptor(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return md
+	return messageOf(t, dp)
 }
 
 func TestParseTableSchema(t *testing.T) {
-	raw, err := os.ReadFile("testdata/uc_table.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, err := record.ParseTableSchema(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := ordersSchema(t)
 	if ts.Name != "orders" || ts.FullName != "main.sales.orders" || len(ts.Columns) != 20 {
 		t.Fatalf("got %+v", ts)
 	}

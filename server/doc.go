@@ -18,7 +18,8 @@
 //	             clients share)
 //	avro.go      AVRO streams: the writer schema checked at create, the
 //	             record checker of each type; avro_datum.go each datum
-//	             walked with the compiled schema, to its last byte
+//	             walked with the compiled schema, to its last byte;
+//	             avro_table.go a writer schema against a table's columns
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
 //	budget.go    the server-wide receive budget, shared fairly, idle readers
