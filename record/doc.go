@@ -9,9 +9,12 @@
 // It also holds the Unity Catalog path (docs/protocol.md §11): a table's
 // schema as the tables API returns it (Column, TableSchema,
 // ParseTableSchema), the proto descriptor of its records
-// (DescriptorFromColumns, with the official SDKs' type mapping), and the
-// conversion of a JSON record to a proto record of it (JSONToProto, whose
-// errors name the field).
+// (DescriptorFromColumns, with the official SDKs' type mapping;
+// DescriptorFromColumnsWith numbers and names its fields and messages as
+// the official Go SDK does, for the drop-in), the errors of a schema
+// without one (SchemaError, whose SchemaFault says what kind of problem it
+// is), and the conversion of a JSON record to a proto record of it
+// (JSONToProto, whose errors name the field).
 //
 // The client (zbstream), the spool, the reference server, the zbstream
 // command and the adapters (contrib/redpanda) all use these functions
