@@ -156,3 +156,16 @@ func TestPascalName(t *testing.T) {
 		}
 	}
 }
+
+func TestFaultNames(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{record.SchemaFaultTable.String(), "table"}, {record.SchemaFaultName.String(), "name"},
+		{record.SchemaFaultType.String(), "type"}, {record.SchemaFaultTypeJSON.String(), "type_json"},
+		{record.SchemaFaultNesting.String(), "nesting"}, {record.SchemaFault(0).String(), "SchemaFault(0)"},
+		{record.FaultMissing.String(), "missing field"}, {record.ConvertFault(99).String(), "ConvertFault(99)"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%q, want %q", tc.got, tc.want)
+		}
+	}
+}

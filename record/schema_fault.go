@@ -39,9 +39,13 @@ var schemaFaultNames = map[SchemaFault]string{
 }
 
 // String names the fault.
-func (f SchemaFault) String() string {
-	if n, ok := schemaFaultNames[f]; ok {
+func (f SchemaFault) String() string { return enumName(schemaFaultNames, f, "SchemaFault") }
+
+// enumName names v as names does, or as typeName(v) for a value it does
+// not name: the String of SchemaFault and ConvertFault.
+func enumName[T ~int](names map[T]string, v T, typeName string) string {
+	if n, ok := names[v]; ok {
 		return n
 	}
-	return "SchemaFault(" + strconv.Itoa(int(f)) + ")"
+	return typeName + "(" + strconv.Itoa(int(v)) + ")"
 }
