@@ -443,63 +443,92 @@ func TestUcMessageDescriptor(t *testing.T) {
 	}
 }
 
-// TestUcDynamicProgram: the official dynamic example's program, against
-// the local workspace: a descriptor from columns, a proto stream of it,
-// records built with dynamicpb; the server holds them as sent.
-func TestUcDynamicProgram(t *testing.T) {
-	l := startLocalT(t)
-	msgDesc, descriptorBytes, err := zerobus.MessageDescriptorFromUcColumns(sensorColumns, "SensorReading")
-	if err != nil {
-		t.Fatalf("Failed to build descriptor: %v", err)
+// TestUcSchemaProgram: a program that decodes the tables API's answer
+// itself, builds the message with MessageDescriptorFromUcSchema and
+// ingests a batch of dynamicpb records with a struct, an array and a map
+// (ExampleMessageDescriptorFromUcColumns is the official example's
+// program); the server, which checks every record against the descriptor,
+// holds them as sent.
+func TestUcSchemaProgram(t *testing.T) {
+	answer := `{"name":"air_quality","catalog_name":"main","schema_name":"default","columns":[
+		{"name":"device","type_name":"STRUCT","position":0,"nullable":false,
+		 "type_json":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":false},{\"name\":\"site\",\"type\":\"string\"}]}"},
+		{"name":"readings","type_name":"ARRAY","position":1,"type_json":"{\"type\":\"array\",\"elementType\":\"double\"}"},
+		{"name":"labels","type_name":"MAP","position":2,"type_json":"{\"type\":\"map\",\"keyType\":\"string\",\"valueType\":\"string\"}"}]}`
+	var schema zerobus.UcTableSchema
+	if err := json.Unmarshal([]byte(answer), &schema); err != nil {
+		t.Fatal(err)
 	}
+	md, desc, err := zerobus.MessageDescriptorFromUcSchema(&schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	device, readings, labels := md.Fields().ByName("device"), md.Fields().ByName("readings"), md.Fields().ByName("labels")
+	id, site := device.Message().Fields().ByName("id"), device.Message().Fields().ByName("site")
+
+	l := startLocalT(t)
 	sdk, err := zerobus.NewZerobusSdk(l.Endpoint, l.Workspace)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sdk.Free()
-	stream, err := sdk.CreateStream(zerobus.TableProperties{TableName: testTable, DescriptorProto: descriptorBytes},
-		testClientID, testClientSecret, zerobus.DefaultStreamConfigurationOptions())
+	options := zerobus.DefaultStreamConfigurationOptions()
+	options.RecordType = zerobus.RecordTypeProto
+	stream, err := sdk.CreateStream(zerobus.TableProperties{TableName: testTable, DescriptorProto: desc}, testClientID, testClientSecret, options)
 	if err != nil {
-		t.Fatalf("Failed to create stream: %v", err)
+		t.Fatal(err)
 	}
 	defer stream.Close()
-	var offsets []int64
-	for i := range 5 {
-		msg := dynamicpb.NewMessage(msgDesc)
-		msg.Set(msgDesc.Fields().ByName("device_name"), protoreflect.ValueOfString("sensor-001"))
-		msg.Set(msgDesc.Fields().ByName("temp"), protoreflect.ValueOfInt32(int32(20+i)))
-		msg.Set(msgDesc.Fields().ByName("humidity"), protoreflect.ValueOfInt64(int64(60+i)))
-		data, err := proto.Marshal(msg)
+
+	batch := make([]interface{}, 0, 3)
+	for i := range 3 {
+		m := dynamicpb.NewMessage(md)
+		d := m.Mutable(device).Message()
+		d.Set(id, protoreflect.ValueOfInt64(int64(100+i)))
+		if i != 1 {
+			d.Set(site, protoreflect.ValueOfString("lab"))
+		}
+		for j := range i {
+			m.Mutable(readings).List().Append(protoreflect.ValueOfFloat64(float64(j) + 0.5))
+		}
+		m.Mutable(labels).Map().Set(protoreflect.ValueOfString("k").MapKey(), protoreflect.ValueOfString(fmt.Sprint("v", i)))
+		data, err := proto.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		offset, err := stream.IngestRecordOffset(data)
-		if err != nil {
-			t.Fatalf("Failed to ingest record %d: %v", i, err)
-		}
-		offsets = append(offsets, offset)
+		batch = append(batch, data)
 	}
-	for _, offset := range offsets {
-		if err := stream.WaitForOffset(offset); err != nil {
-			t.Fatalf("Failed to wait for offset %d: %v", offset, err)
-		}
+	if offset, err := stream.IngestRecordsOffset(batch); err != nil || offset != 0 {
+		t.Fatalf("batch: offset %d, %v", offset, err)
 	}
-	if !slices.Equal(offsets, []int64{0, 1, 2, 3, 4}) {
-		t.Errorf("offsets %v", offsets)
+	if err := stream.Flush(); err != nil {
+		t.Fatal(err)
 	}
-	stored := storedRecords(t, l.Server, testTable)
-	if len(stored) != 5 {
-		t.Fatalf("%d records stored, want 5", len(stored))
-	}
-	for i, rec := range stored {
-		msg := dynamicpb.NewMessage(msgDesc)
-		if err := proto.Unmarshal(rec, msg); err != nil {
+
+	var got []string
+	for _, rec := range storedRecords(t, l.Server, testTable) {
+		m := dynamicpb.NewMessage(md)
+		if err := proto.Unmarshal(rec, m); err != nil {
 			t.Fatal(err)
 		}
-		got := fmt.Sprintf("%s %d %d", msg.Get(msgDesc.Fields().ByName("device_name")).String(),
-			msg.Get(msgDesc.Fields().ByName("temp")).Int(), msg.Get(msgDesc.Fields().ByName("humidity")).Int())
-		if want := fmt.Sprintf("sensor-001 %d %d", 20+i, 60+i); got != want {
-			t.Errorf("record %d: %s, want %s", i, got, want)
+		d := m.Get(device).Message()
+		var rs []float64
+		for j := range m.Get(readings).List().Len() {
+			rs = append(rs, m.Get(readings).List().Get(j).Float())
 		}
+		got = append(got, fmt.Sprintf("%s %d site=%v:%s readings=%v k=%s", md.FullName(), d.Get(id).Int(), d.Has(site), d.Get(site).String(),
+			rs, m.Get(labels).Map().Get(protoreflect.ValueOfString("k").MapKey()).String()))
+	}
+	sameLines(t, got, []string{
+		"DefaultAirQuality 100 site=true:lab readings=[] k=v0",
+		"DefaultAirQuality 101 site=false: readings=[0.5] k=v1",
+		"DefaultAirQuality 102 site=true:lab readings=[0.5 1.5] k=v2",
+	})
+
+	// device.id is NOT NULL: a record without it does not marshal.
+	m := dynamicpb.NewMessage(md)
+	m.Mutable(device).Message().Set(site, protoreflect.ValueOfString("lab"))
+	if _, err := proto.Marshal(m); err == nil {
+		t.Error("a record without device.id marshalled")
 	}
 }
