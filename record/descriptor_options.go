@@ -103,11 +103,14 @@ func (b builder) fieldNumber(prev int32, f ucField, top bool, path string) (int3
 // structName names the message of the STRUCT declared at at, in the role
 // given.
 func (b builder) structName(at site, role structRole) string {
-	suffix := map[structRole]string{roleElement: "Element", roleValue: "Value"}[role]
+	suffix := ""
+	switch {
+	case role == roleValue:
+		suffix = "Value"
+	case role == roleElement && b.opts.PathNames:
+		suffix = "Element" // without PathNames, named after the field
+	}
 	if !b.opts.PathNames {
-		if role == roleElement {
-			suffix = "" // the element's message is named after the field
-		}
 		return camel(at.pname) + suffix
 	}
 	path := at.pname

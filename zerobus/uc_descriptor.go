@@ -19,10 +19,6 @@ import (
 	"github.com/zbstream/zbstream/record"
 )
 
-// officialStyle is how the official Go SDK numbers fields (a column's
-// position + 1) and names nested messages (after their path).
-var officialStyle = record.DescriptorOptions{NumberByPosition: true, PathNames: true}
-
 // DescriptorFromUcColumns returns the proto2 message, named messageName,
 // of a table of these columns, as the official SDK builds it: one field a
 // column, named as the column and numbered Position+1; STRING, VARIANT
@@ -88,7 +84,9 @@ func DescriptorFromUcColumns(columns []UcColumn, messageName string) (*descripto
 			Position: int(c.Position), Nullable: c.Nullable,
 		})
 	}
-	dp, err := record.DescriptorFromColumnsWith(messageName, cols, officialStyle)
+	// The official Go SDK's field numbers (a column's position + 1) and
+	// nested message names (after their path).
+	dp, err := record.DescriptorFromColumnsWith(messageName, cols, record.DescriptorOptions{NumberByPosition: true, PathNames: true})
 	if err != nil {
 		return nil, fromRecordError(err, kept)
 	}
