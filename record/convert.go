@@ -46,12 +46,7 @@ var faultNames = map[ConvertFault]string{
 }
 
 // String names the fault.
-func (f ConvertFault) String() string {
-	if n, ok := faultNames[f]; ok {
-		return n
-	}
-	return "ConvertFault(" + strconv.Itoa(int(f)) + ")"
-}
+func (f ConvertFault) String() string { return enumName(faultNames, f, "ConvertFault") }
 
 // ConvertError is a JSON record that does not fit its message type. Field
 // is the path of the value at fault, as the record spells it: "address.city",

@@ -5,6 +5,7 @@ package record
 // with names made valid and collisions refused.
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,34 +62,26 @@ var scalarTypes = map[ucKind]descriptorpb.FieldDescriptorProto_Type{
 // entry as protobuf requires ("ShipToEntry"). Two names that end up the
 // same in one message (columns "a b" and "a_b", say) are a *SchemaError,
 // as is a MAP column whose name, underscores dropped, starts with a digit
-// (its entry message cannot be named), a type without a mapping, an ARRAY of ARRAYs or MAPs, a MAP keyed
-// by DOUBLE, FLOAT or BINARY, or valued by an ARRAY or a MAP.
+// (its entry message cannot be named), a type without a mapping, an ARRAY
+// of ARRAYs or MAPs, a MAP keyed by DOUBLE, FLOAT or BINARY, or valued by
+// an ARRAY or a MAP. DescriptorFromColumnsWith numbers and names them the
+// official Go SDK's way instead.
 func DescriptorFromColumns(name string, columns []Column) (*descriptorpb.DescriptorProto, error) {
-	if !validIdent(name) {
-		return nil, &SchemaError{Reason: fmt.Sprintf("message name %q is not a proto identifier", name)}
-	}
-	if len(columns) == 0 {
-		return nil, &SchemaError{Reason: "no columns"}
-	}
-	fields, err := tableFields(columns)
-	if err != nil {
-		return nil, err
-	}
-	return buildMessage(name, fields, "")
+	return DescriptorFromColumnsWith(name, columns, DescriptorOptions{})
 }
 
 // tableFields parses the types of columns, ordered by Position (ties keep
 // their order): the fields of the table's message.
 func tableFields(columns []Column) ([]ucField, error) {
 	sorted := slices.Clone(columns)
-	slices.SortStableFunc(sorted, func(a, b Column) int { return a.Position - b.Position })
+	slices.SortStableFunc(sorted, func(a, b Column) int { return cmp.Compare(a.Position, b.Position) })
 	fields := make([]ucField, len(sorted))
 	for i, c := range sorted {
 		t, err := columnType(c)
 		if err != nil {
 			return nil, err
 		}
-		fields[i] = ucField{name: c.Name, typ: t, nullable: c.Nullable}
+		fields[i] = ucField{name: c.Name, typ: t, nullable: c.Nullable, pos: c.Position}
 	}
 	return fields, nil
 }
@@ -110,15 +103,27 @@ type scope map[string]string
 
 func (s scope) claim(name, by, path string) error {
 	if prev, ok := s[name]; ok {
-		return &SchemaError{Column: path, Reason: fmt.Sprintf("its proto name %q is also that of %s", name, prev)}
+		return &SchemaError{Column: path, Fault: SchemaFaultName, Reason: fmt.Sprintf("its proto name %q is also that of %s", name, prev)}
 	}
 	s[name] = by
 	return nil
 }
 
+// site is where a field is declared: its message and that message's
+// names, whether that is the table's message, the field's proto name and
+// its column's path. The messages of the field's type are named after it
+// and declared beside it.
+type site struct {
+	msg   *descriptorpb.DescriptorProto
+	names scope
+	top   bool
+	pname string
+	path  string
+}
+
 // buildMessage builds the message of a table's columns or a struct's
 // fields. prefix is the path of the struct ("" for the table).
-func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.DescriptorProto, error) {
+func (b builder) buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.DescriptorProto, error) {
 	msg := &descriptorpb.DescriptorProto{Name: proto.String(name)}
 	names := scope{}
 	number := int32(0)
@@ -126,17 +131,14 @@ func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.D
 		path := prefix + f.name
 		pname := protoName(f.name)
 		if pname == "" {
-			return nil, &SchemaError{Column: path, Reason: "a column needs a name"}
+			return nil, &SchemaError{Column: path, Fault: SchemaFaultName, Reason: "a column needs a name"}
 		}
 		if err := names.claim(pname, fmt.Sprintf("column %q", path), path); err != nil {
 			return nil, err
 		}
-		number++
-		if number == firstReservedNumber {
-			number = lastReservedNumber + 1
-		}
-		if number > maxFieldNumber {
-			return nil, &SchemaError{Column: path, Reason: "too many columns for proto field numbers"}
+		var err error
+		if number, err = b.fieldNumber(number, f, prefix == "", path); err != nil {
+			return nil, err
 		}
 		fd := &descriptorpb.FieldDescriptorProto{
 			Name: proto.String(pname), JsonName: proto.String(f.name), Number: proto.Int32(number),
@@ -145,17 +147,18 @@ func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.D
 		if !f.nullable {
 			fd.Label = descriptorpb.FieldDescriptorProto_LABEL_REQUIRED.Enum()
 		}
-		t := f.typ
+		at := site{msg: msg, names: names, top: prefix == "", pname: pname, path: path}
+		t, role := f.typ, roleStruct
 		switch t.kind {
 		case kindArray:
 			fd.Label = descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
 			if k := t.elem.kind; k == kindArray || k == kindMap {
-				return nil, &SchemaError{Column: path, Reason: "an ARRAY of ARRAYs or MAPs has no proto mapping"}
+				return nil, &SchemaError{Column: path, Fault: SchemaFaultNesting, Reason: "an ARRAY of ARRAYs or MAPs has no proto mapping"}
 			}
-			t = t.elem
+			t, role = t.elem, roleElement
 		case kindMap:
 			fd.Label = descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
-			entry, err := mapEntry(msg, names, pname, t, path)
+			entry, err := b.mapEntry(at, t)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +167,7 @@ func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.D
 			msg.Field = append(msg.Field, fd)
 			continue
 		}
-		if err := setType(msg, names, fd, t, camel(pname), path); err != nil {
+		if err := b.setType(at, fd, t, role, path); err != nil {
 			return nil, err
 		}
 		msg.Field = append(msg.Field, fd)
@@ -172,43 +175,45 @@ func buildMessage(name string, fields []ucField, prefix string) (*descriptorpb.D
 	return msg, nil
 }
 
-// setType gives fd the type t: a scalar, or a struct, whose message is
-// nested in msg under typeName.
-func setType(msg *descriptorpb.DescriptorProto, names scope, fd *descriptorpb.FieldDescriptorProto, t *ucType, typeName, path string) error {
+// setType gives fd the type t: a scalar, or a struct, whose message (in
+// the role given) is nested in the message of at. path names fd's value.
+func (b builder) setType(at site, fd *descriptorpb.FieldDescriptorProto, t *ucType, role structRole, path string) error {
 	if st, ok := scalarTypes[t.kind]; ok {
 		fd.Type = st.Enum()
 		return nil
 	}
 	if t.kind != kindStruct {
-		return &SchemaError{Column: path, Reason: "this nesting has no proto mapping"}
+		return &SchemaError{Column: path, Fault: SchemaFaultNesting, Reason: "this nesting has no proto mapping"}
 	}
-	if err := names.claim(typeName, fmt.Sprintf("the message of column %q", path), path); err != nil {
+	typeName := b.structName(at, role)
+	if err := at.names.claim(typeName, fmt.Sprintf("the message of column %q", path), path); err != nil {
 		return err
 	}
-	nested, err := buildMessage(typeName, t.fields, path+".")
+	nested, err := b.buildMessage(typeName, t.fields, path+".")
 	if err != nil {
 		return err
 	}
-	msg.NestedType = append(msg.NestedType, nested)
+	at.msg.NestedType = append(at.msg.NestedType, nested)
 	fd.Type = descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum()
 	fd.TypeName = proto.String(typeName)
 	return nil
 }
 
-// mapEntry declares in msg the entry message of map field pname (and its
-// value's message, for a map of structs) and returns the entry's name.
-func mapEntry(msg *descriptorpb.DescriptorProto, names scope, pname string, t *ucType, path string) (string, error) {
+// mapEntry declares, in the message of at, the entry message of its map
+// field (and its value's message, for a map of structs) and returns the
+// entry's name.
+func (b builder) mapEntry(at site, t *ucType) (string, error) {
 	if _, ok := scalarTypes[t.key.kind]; !ok || t.key.kind == kindDouble || t.key.kind == kindFloat || t.key.kind == kindBinary {
-		return "", &SchemaError{Column: path, Reason: "a MAP's key must be a string, an integer, a boolean, a DECIMAL, a DATE or a TIMESTAMP"}
+		return "", &SchemaError{Column: at.path, Fault: SchemaFaultNesting, Reason: "a MAP's key must be a string, an integer, a boolean, a DECIMAL, a DATE or a TIMESTAMP"}
 	}
 	if k := t.value.kind; k == kindArray || k == kindMap {
-		return "", &SchemaError{Column: path, Reason: "a MAP of ARRAYs or MAPs has no proto mapping"}
+		return "", &SchemaError{Column: at.path, Fault: SchemaFaultNesting, Reason: "a MAP of ARRAYs or MAPs has no proto mapping"}
 	}
-	entryName := camelCase(pname) + "Entry" // as protobuf requires
+	entryName := camelCase(at.pname) + "Entry" // as protobuf requires, whatever the options
 	if !isLetter(entryName[0]) {
-		return "", &SchemaError{Column: path, Reason: fmt.Sprintf("a MAP column's entry message would be named %q, not a proto identifier (a name whose first character other than '_' is a digit)", entryName)}
+		return "", &SchemaError{Column: at.path, Fault: SchemaFaultName, Reason: fmt.Sprintf("a MAP column's entry message would be named %q, not a proto identifier (a name whose first character other than '_' is a digit)", entryName)}
 	}
-	if err := names.claim(entryName, fmt.Sprintf("the map entry of column %q", path), path); err != nil {
+	if err := at.names.claim(entryName, fmt.Sprintf("the map entry of column %q", at.path), at.path); err != nil {
 		return "", err
 	}
 	key := &descriptorpb.FieldDescriptorProto{
@@ -219,10 +224,10 @@ func mapEntry(msg *descriptorpb.DescriptorProto, names scope, pname string, t *u
 		Name: proto.String("value"), JsonName: proto.String("value"), Number: proto.Int32(2),
 		Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
 	}
-	if err := setType(msg, names, value, t.value, camel(pname)+"Value", path+"{value}"); err != nil {
+	if err := b.setType(at, value, t.value, roleValue, at.path+"{value}"); err != nil {
 		return "", err
 	}
-	msg.NestedType = append(msg.NestedType, &descriptorpb.DescriptorProto{
+	at.msg.NestedType = append(at.msg.NestedType, &descriptorpb.DescriptorProto{
 		Name:    proto.String(entryName),
 		Field:   []*descriptorpb.FieldDescriptorProto{key, value},
 		Options: &descriptorpb.MessageOptions{MapEntry: proto.Bool(true)},

@@ -9,12 +9,15 @@
 // It also holds the Unity Catalog path (docs/protocol.md §11): a table's
 // schema as the tables API returns it (Column, TableSchema,
 // ParseTableSchema), the proto descriptor of its records
-// (DescriptorFromColumns, with the official SDKs' type mapping), and the
-// conversion of a JSON record to a proto record of it (JSONToProto, whose
-// errors name the field); and what such a table accepts (TableChecker):
-// JSON records, the message of a proto stream and its records, and the
-// parsed columns for checks of other formats (the reference server's
-// Avro check), with errors that name the field.
+// (DescriptorFromColumns, with the official SDKs' type mapping;
+// DescriptorFromColumnsWith numbers and names its fields and messages as
+// the official Go SDK does, for the drop-in), the errors of a schema
+// without one (SchemaError, whose SchemaFault says what kind of problem it
+// is), the conversion of a JSON record to a proto record of it
+// (JSONToProto, whose errors name the field); and what such a table
+// accepts (TableChecker): JSON records, the message of a proto stream and
+// its records, and the parsed columns for checks of other formats (the
+// reference server's Avro check), with errors that name the field.
 //
 // The client (zbstream), the spool, the reference server, the zbstream
 // command and the adapters (contrib/redpanda) all use these functions
@@ -32,6 +35,9 @@
 //	schema.go          Column, TableSchema, ParseTableSchema, SchemaError
 //	schema_type.go     a column's type, from type_name and type_json
 //	descriptor.go      DescriptorFromColumns: the official type mapping
+//	descriptor_options.go DescriptorFromColumnsWith: the official Go SDK's
+//	                   numbering and message names, for the drop-in
+//	schema_fault.go    SchemaFault: what kind of problem a SchemaError is
 //	convert.go         JSONToProto and its ConvertError; convert_scalar.go
 //	                   the scalars, as protobuf's JSON mapping reads them
 //	tablecheck.go      TableChecker: NewTableChecker, CheckJSON, FitError

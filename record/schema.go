@@ -65,10 +65,10 @@ type TableSchema struct {
 func ParseTableSchema(b []byte) (*TableSchema, error) {
 	var t TableSchema
 	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, &SchemaError{Reason: "the table's answer is not a table object", Err: err}
+		return nil, &SchemaError{Fault: SchemaFaultTable, Reason: "the table's answer is not a table object", Err: err}
 	}
 	if len(t.Columns) == 0 {
-		return nil, &SchemaError{Reason: "the table has no columns"}
+		return nil, &SchemaError{Fault: SchemaFaultTable, Reason: "the table has no columns"}
 	}
 	return &t, nil
 }
@@ -94,9 +94,11 @@ func (t *TableSchema) messageName() string {
 // column of a type without a mapping, a type_json that does not parse, two
 // columns whose proto names collide. Column names the column (a nested
 // field as column.field, an array's element as column[], a map's key or
-// value as column{key} or column{value}), empty for the table itself.
+// value as column{key} or column{value}), empty for the table itself;
+// Fault says what kind of problem it is.
 type SchemaError struct {
 	Column string
+	Fault  SchemaFault
 	Reason string
 	Err    error
 }

@@ -54,8 +54,8 @@ func TestParseTableSchema(t *testing.T) {
 	}
 	for _, bad := range []string{`[]`, `{"name":"t","columns":[]}`, `{"name":`} {
 		var se *record.SchemaError
-		if _, err := record.ParseTableSchema([]byte(bad)); !errors.As(err, &se) {
-			t.Errorf("%s: %v, want a *SchemaError", bad, err)
+		if _, err := record.ParseTableSchema([]byte(bad)); !errors.As(err, &se) || se.Fault != record.SchemaFaultTable {
+			t.Errorf("%s: %v, want a *SchemaError of fault table", bad, err)
 		}
 	}
 }
@@ -136,22 +136,23 @@ func TestDescriptorFromColumnsRefuses(t *testing.T) {
 		name    string
 		columns []record.Column
 		column  string
+		fault   record.SchemaFault
 		reason  string
 	}{
-		{"no columns", nil, "", "no columns"},
-		{"unknown type", []record.Column{{Name: "x", TypeName: "INTERVAL"}}, "x", "no proto mapping"},
-		{"collision", []record.Column{{Name: "a b", TypeName: "INT"}, {Name: "a_b", TypeName: "INT", Position: 1}}, "a_b", `"a_b" is also that of column "a b"`},
-		{"type and message collide", []record.Column{{Name: "Ab", TypeName: "INT"}, {Name: "ab", TypeName: "STRUCT", TypeJSON: `{"type":"struct","fields":[]}`, Position: 1}}, "ab", `"Ab"`},
-		{"empty name", []record.Column{{Name: "", TypeName: "INT"}}, "", "needs a name"},
-		{"complex without type_json", []record.Column{{Name: "a", TypeName: "ARRAY"}}, "a", "needs its type_json"},
-		{"bad type_json", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: `{"type":`}}, "a", "does not parse"},
-		{"type_json of another type", []record.Column{{Name: "a", TypeName: "MAP", TypeJSON: arr(`"string"`)}}, "a", "type_name is MAP"},
-		{"array of arrays", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: arr(arr(`"string"`))}}, "a", "ARRAY of ARRAYs"},
-		{"double key", []record.Column{{Name: "m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"double","valueType":"string"}`}}, "m", "key"},
-		{"map of maps", []record.Column{{Name: "m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"string","valueType":{"type":"map","keyType":"string","valueType":"string"}}`}}, "m", "MAP of"},
-		{"map named with a digit", []record.Column{{Name: "1m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"string","valueType":"string"}`}}, "1m", "entry message"},
-		{"nested unknown", []record.Column{{Name: "s", TypeName: "STRUCT", TypeJSON: `{"type":"struct","fields":[{"name":"in","type":"interval"}]}`}}, "s.in", "no proto mapping"},
-		{"too deep", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: strings.Repeat(`{"type":"array","elementType":`, 100) + `"int"` + strings.Repeat("}", 100)}}, "a" + strings.Repeat("[]", 65), "deeper"},
+		{"no columns", nil, "", record.SchemaFaultTable, "no columns"},
+		{"unknown type", []record.Column{{Name: "x", TypeName: "INTERVAL"}}, "x", record.SchemaFaultType, "no proto mapping"},
+		{"collision", []record.Column{{Name: "a b", TypeName: "INT"}, {Name: "a_b", TypeName: "INT", Position: 1}}, "a_b", record.SchemaFaultName, `"a_b" is also that of column "a b"`},
+		{"type and message collide", []record.Column{{Name: "Ab", TypeName: "INT"}, {Name: "ab", TypeName: "STRUCT", TypeJSON: `{"type":"struct","fields":[]}`, Position: 1}}, "ab", record.SchemaFaultName, `"Ab"`},
+		{"empty name", []record.Column{{Name: "", TypeName: "INT"}}, "", record.SchemaFaultName, "needs a name"},
+		{"complex without type_json", []record.Column{{Name: "a", TypeName: "ARRAY"}}, "a", record.SchemaFaultTypeJSON, "needs its type_json"},
+		{"bad type_json", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: `{"type":`}}, "a", record.SchemaFaultTypeJSON, "does not parse"},
+		{"type_json of another type", []record.Column{{Name: "a", TypeName: "MAP", TypeJSON: arr(`"string"`)}}, "a", record.SchemaFaultTypeJSON, "type_name is MAP"},
+		{"array of arrays", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: arr(arr(`"string"`))}}, "a", record.SchemaFaultNesting, "ARRAY of ARRAYs"},
+		{"double key", []record.Column{{Name: "m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"double","valueType":"string"}`}}, "m", record.SchemaFaultNesting, "key"},
+		{"map of maps", []record.Column{{Name: "m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"string","valueType":{"type":"map","keyType":"string","valueType":"string"}}`}}, "m", record.SchemaFaultNesting, "MAP of"},
+		{"map named with a digit", []record.Column{{Name: "1m", TypeName: "MAP", TypeJSON: `{"type":"map","keyType":"string","valueType":"string"}`}}, "1m", record.SchemaFaultName, "entry message"},
+		{"nested unknown", []record.Column{{Name: "s", TypeName: "STRUCT", TypeJSON: `{"type":"struct","fields":[{"name":"in","type":"interval"}]}`}}, "s.in", record.SchemaFaultType, "no proto mapping"},
+		{"too deep", []record.Column{{Name: "a", TypeName: "ARRAY", TypeJSON: strings.Repeat(`{"type":"array","elementType":`, 100) + `"int"` + strings.Repeat("}", 100)}}, "a" + strings.Repeat("[]", 65), record.SchemaFaultTypeJSON, "deeper"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := record.DescriptorFromColumns("T", tc.columns)
@@ -159,13 +160,14 @@ func TestDescriptorFromColumnsRefuses(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("got %v, want a *SchemaError", err)
 			}
-			if se.Column != tc.column || !strings.Contains(err.Error(), tc.reason) {
-				t.Errorf("got column %q, %v; want column %q and %q", se.Column, err, tc.column, tc.reason)
+			if se.Column != tc.column || se.Fault != tc.fault || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("got column %q, fault %v, %v; want column %q, fault %v and %q", se.Column, se.Fault, err, tc.column, tc.fault, tc.reason)
 			}
 		})
 	}
-	if _, err := record.DescriptorFromColumns("1x", []record.Column{{Name: "a", TypeName: "INT"}}); err == nil {
-		t.Error("message name 1x accepted")
+	var se *record.SchemaError
+	if _, err := record.DescriptorFromColumns("1x", []record.Column{{Name: "a", TypeName: "INT"}}); !errors.As(err, &se) || se.Fault != record.SchemaFaultTable {
+		t.Errorf("message name 1x: %v, want a *SchemaError of fault table", err)
 	}
 }
 

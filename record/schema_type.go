@@ -42,11 +42,13 @@ type ucType struct {
 	value  *ucType   // kindMap
 }
 
-// ucField is a struct's field, or a table's column.
+// ucField is a struct's field, or a table's column (pos is a column's
+// Position).
 type ucField struct {
 	name     string
 	typ      *ucType
 	nullable bool
+	pos      int
 }
 
 // maxTypeDepth bounds the nesting of a type_json, so that a hostile answer
@@ -82,10 +84,10 @@ func columnType(c Column) (*ucType, error) {
 	switch name {
 	case "STRUCT", "ARRAY", "MAP":
 	default:
-		return nil, &SchemaError{Column: c.Name, Reason: fmt.Sprintf("type %q has no proto mapping", c.TypeName)}
+		return nil, &SchemaError{Column: c.Name, Fault: SchemaFaultType, Reason: fmt.Sprintf("type %q has no proto mapping", c.TypeName)}
 	}
 	if strings.TrimSpace(c.TypeJSON) == "" {
-		return nil, &SchemaError{Column: c.Name, Reason: fmt.Sprintf("a %s column needs its type_json", name)}
+		return nil, &SchemaError{Column: c.Name, Fault: SchemaFaultTypeJSON, Reason: fmt.Sprintf("a %s column needs its type_json", name)}
 	}
 	raw := json.RawMessage(c.TypeJSON)
 	// type_json is the column's StructField ({"name":..,"type":..}); a
@@ -102,7 +104,7 @@ func columnType(c Column) (*ucType, error) {
 		return nil, err
 	}
 	if want := map[string]ucKind{"STRUCT": kindStruct, "ARRAY": kindArray, "MAP": kindMap}[name]; t.kind != want {
-		return nil, &SchemaError{Column: c.Name, Reason: fmt.Sprintf("type_name is %s but type_json is another type", name)}
+		return nil, &SchemaError{Column: c.Name, Fault: SchemaFaultTypeJSON, Reason: fmt.Sprintf("type_name is %s but type_json is another type", name)}
 	}
 	return t, nil
 }
@@ -130,16 +132,16 @@ type sparkField struct {
 // a struct, array or map. path names the column (or field) for errors.
 func sparkType(raw json.RawMessage, path string, depth int) (*ucType, error) {
 	if depth > maxTypeDepth {
-		return nil, &SchemaError{Column: path, Reason: fmt.Sprintf("type nested deeper than %d", maxTypeDepth)}
+		return nil, &SchemaError{Column: path, Fault: SchemaFaultTypeJSON, Reason: fmt.Sprintf("type nested deeper than %d", maxTypeDepth)}
 	}
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 {
-		return nil, &SchemaError{Column: path, Reason: "type is missing from type_json"}
+		return nil, &SchemaError{Column: path, Fault: SchemaFaultTypeJSON, Reason: "type is missing from type_json"}
 	}
 	if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, &SchemaError{Column: path, Reason: "type_json does not parse", Err: err}
+			return nil, &SchemaError{Column: path, Fault: SchemaFaultTypeJSON, Reason: "type_json does not parse", Err: err}
 		}
 		if k, ok := sparkKinds[s]; ok {
 			return &ucType{kind: k}, nil
@@ -147,11 +149,11 @@ func sparkType(raw json.RawMessage, path string, depth int) (*ucType, error) {
 		if strings.HasPrefix(s, "decimal(") && strings.HasSuffix(s, ")") {
 			return &ucType{kind: kindDecimal}, nil
 		}
-		return nil, &SchemaError{Column: path, Reason: fmt.Sprintf("type %q has no proto mapping", s)}
+		return nil, &SchemaError{Column: path, Fault: SchemaFaultType, Reason: fmt.Sprintf("type %q has no proto mapping", s)}
 	}
 	var j sparkJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
-		return nil, &SchemaError{Column: path, Reason: "type_json does not parse", Err: err}
+		return nil, &SchemaError{Column: path, Fault: SchemaFaultTypeJSON, Reason: "type_json does not parse", Err: err}
 	}
 	switch j.Type {
 	case "struct":
@@ -181,6 +183,6 @@ func sparkType(raw json.RawMessage, path string, depth int) (*ucType, error) {
 		}
 		return &ucType{kind: kindMap, key: key, value: value}, nil
 	default:
-		return nil, &SchemaError{Column: path, Reason: fmt.Sprintf("type %q has no proto mapping", j.Type)}
+		return nil, &SchemaError{Column: path, Fault: SchemaFaultType, Reason: fmt.Sprintf("type %q has no proto mapping", j.Type)}
 	}
 }

@@ -42,7 +42,7 @@ func NewTableChecker(t *TableSchema) (*TableChecker, error) {
 	if err != nil {
 		return nil, err
 	}
-	dp, err := buildMessage(t.messageName(), fields, "")
+	dp, err := builder{}.buildMessage(t.messageName(), fields, "")
 	if err != nil {
 		return nil, err
 	}

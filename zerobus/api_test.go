@@ -20,7 +20,7 @@ import (
 // written for the official SDK compiles and behaves the same after the
 // import line changes. A comment names the release that added what came
 // after v1.0.0. Not here, and listed in the package doc as not provided:
-// the Arrow Flight API and the Unity Catalog schema helpers.
+// the Arrow Flight API.
 
 var officialFuncs = map[string]any{
 	"func(string, string) (*zerobus.ZerobusSdk, error)": zerobus.NewZerobusSdk,
@@ -30,6 +30,11 @@ var officialFuncs = map[string]any{
 	"func(string) zerobus.SdkOption":                                          zerobus.WithApplicationName,
 	// v1.7.0 (its default, on, is v1.7.0's)
 	"func(bool) zerobus.SdkOption": zerobus.WithConnectionPerStream,
+	// v1.7.0: the Unity Catalog schema helpers
+	"func([]zerobus.UcColumn, string) (*descriptorpb.DescriptorProto, error)":           zerobus.DescriptorFromUcColumns,
+	"func(*zerobus.UcTableSchema) (*descriptorpb.DescriptorProto, error)":               zerobus.DescriptorFromUcSchema,
+	"func([]zerobus.UcColumn, string) (protoreflect.MessageDescriptor, []uint8, error)": zerobus.MessageDescriptorFromUcColumns,
+	"func(*zerobus.UcTableSchema) (protoreflect.MessageDescriptor, []uint8, error)":     zerobus.MessageDescriptorFromUcSchema,
 }
 
 var officialMethods = map[reflect.Type]map[string]string{
@@ -60,6 +65,13 @@ var officialMethods = map[reflect.Type]map[string]string{
 	},
 	reflect.TypeFor[zerobus.HeadersProvider](): {
 		"GetHeaders": "func() (map[string]string, error)",
+	},
+	// v1.7.0
+	reflect.TypeFor[*zerobus.UcColumn](): {
+		"UnmarshalJSON": "func(*zerobus.UcColumn, []uint8) error",
+	},
+	reflect.TypeFor[*zerobus.SchemaError](): {
+		"Error": "func(*zerobus.SchemaError) string",
 	},
 }
 
@@ -92,6 +104,26 @@ var officialFields = map[reflect.Type][]field{
 		{"Message", "string"},
 		{"IsRetryable", "bool"},
 	},
+	// v1.7.0 (their JSON tags are in uc_test.go)
+	reflect.TypeFor[zerobus.UcColumn](): {
+		{"Name", "string"},
+		{"TypeName", "string"},
+		{"TypeText", "string"},
+		{"TypeJson", "string"},
+		{"Nullable", "bool"},
+		{"Position", "int32"},
+	},
+	reflect.TypeFor[zerobus.UcTableSchema](): {
+		{"Name", "string"},
+		{"CatalogName", "string"},
+		{"SchemaName", "string"},
+		{"Columns", "[]zerobus.UcColumn"},
+	},
+	reflect.TypeFor[zerobus.SchemaError](): {
+		{"Kind", "string"},
+		{"Field", "string"},
+		{"Message", "string"},
+	},
 }
 
 // officialNames is every exported package-level name of the official SDK.
@@ -103,6 +135,8 @@ var officialNames = []string{
 	"NewZerobusSdkWithOptions", "SdkOption", "WithApplicationName",
 	// v1.7.0
 	"WithConnectionPerStream",
+	"UcColumn", "UcTableSchema", "SchemaError", "DescriptorFromUcColumns", "DescriptorFromUcSchema",
+	"MessageDescriptorFromUcColumns", "MessageDescriptorFromUcSchema",
 	// the official repository's Beta Avro support, in no release yet: the
 	// record type is in its default build, the rest behind the avro build
 	// tag (its calls are tested in avro_test.go, built with -tags avro)

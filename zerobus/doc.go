@@ -8,9 +8,10 @@
 // toolchain (CGO_ENABLED=0, any GOOS/GOARCH Go supports) and runs as
 // before. It matches the official Go SDK v1.7.0, the newest release in its
 // go/CHANGELOG.md (v1.1.1 to v1.7.0 added the Nowait calls, the SDK
-// options and a connection per stream by default, besides the Arrow Flight
-// API this package does not provide): the same names, signatures, field
-// names, defaults, payload types and error retryability.
+// options, a connection per stream by default and the Unity Catalog schema
+// helpers, besides the Arrow Flight API this package does not provide):
+// the same names, signatures, field names, defaults, payload types and
+// error retryability.
 //
 //	sdk, err := zerobus.NewZerobusSdkWithOptions(zerobusEndpoint, workspaceURL,
 //		zerobus.WithApplicationName("my-app/1.0"))
@@ -64,19 +65,49 @@
 //     http_proxy, HTTP_PROXY (the first set), through HTTP CONNECT, with
 //     TLS end to end; no_grpc_proxy, NO_GRPC_PROXY, no_proxy, NO_PROXY for
 //     exceptions.
+//   - Unity Catalog schemas: UcColumn and UcTableSchema (the tables API's
+//     JSON, a column without "nullable" nullable), DescriptorFromUcColumns,
+//     DescriptorFromUcSchema (its message named from schema and table:
+//     SalesOrders), MessageDescriptorFromUcColumns and
+//     MessageDescriptorFromUcSchema (a MessageDescriptor for dynamicpb and
+//     the bytes for TableProperties.DescriptorProto), in every build (the
+//     official SDK has them in its default build too): the official type
+//     mapping, field numbers (position + 1), field and message names, the
+//     names refused, and *SchemaError with the official Kind. The
+//     descriptors are zbstream's (record.DescriptorFromColumnsWith), with
+//     its checks; like the official SDK, this package has no call that
+//     fetches a table's schema (zbstream's Client.TableDescriptor does).
 //
 // # Where it differs, and why
 //
-//   - Not provided, as they belong to other work: the Arrow Flight API
+//   - Not provided, as it belongs to other work: the Arrow Flight API
 //     (CreateArrowStream, CreateArrowStreamWithHeadersProvider,
 //     ZerobusArrowStream, ArrowStreamConfigurationOptions,
 //     DefaultArrowStreamConfigurationOptions, IPCCompressionType and its
 //     IPCCompression constants, RecoverySetting, RecoveryEnabled,
-//     RecoveryDisabled) and the Unity Catalog schema helpers (UcColumn,
-//     UcTableSchema, SchemaError, DescriptorFromUcColumns,
-//     DescriptorFromUcSchema, MessageDescriptorFromUcColumns,
-//     MessageDescriptorFromUcSchema). A program that uses them does not
-//     build against this package.
+//     RecoveryDisabled). A program that uses it does not build against
+//     this package.
+//   - Unity Catalog schemas, where the official SDK returns a descriptor
+//     that protobuf (protoc, protobuf-go) refuses: a MAP that is a
+//     struct's field has its entry message named as protobuf requires
+//     (PropsEntry, not ShipToPropsEntry); a struct's message name taken by
+//     a field gets the next number; no columns, a message name that is not
+//     a proto identifier, two columns of one name or position, and a
+//     position whose field number protobuf reserves are an Invalid
+//     *SchemaError; so is a nil *UcTableSchema (the official SDK panics).
+//     A type_json of another type than TypeName is InvalidTypeJson (the
+//     official SDK reads the type_json alone); VARIANT inside a type_json
+//     is a string (the official SDK refuses it); a type_json nests at most
+//     64 deep (100). Fields carry no proto3_optional flag (the official
+//     SDK sets one on optional fields of its proto2 message, which
+//     protobuf allows in proto3 only). The MessageDescriptor is the proto2
+//     message the bytes describe, as the server decodes records: a NOT
+//     NULL column is required (proto.Marshal refuses a record without it)
+//     and a nullable one has presence (a zero is sent); the official one
+//     is a proto3 copy that leaves zeros out of the record and cannot be
+//     made for a struct with a NOT NULL field. SchemaError.Field is also
+//     set for Invalid errors, and the wording of Invalid and
+//     InvalidTypeJson messages is zbstream's.
 //   - Avro is in no official release up to v1.7.0: the official
 //     repository has it in Beta, behind the avro build tag, with the names
 //     of its current source. This package has the same: RecordTypeAvro in
@@ -149,4 +180,22 @@
 // CLIENT_ID:SECRET` serves the workspace's token endpoint on its admin
 // address: pass that URL as the workspace URL, and the server's endpoint
 // (http://127.0.0.1:7443 by default) as the Zerobus endpoint.
+//
+// # Where each part lives
+//
+//	sdk.go           ZerobusSdk: NewZerobusSdk*, CreateStream*, Free
+//	options.go       SdkOption, WithApplicationName, WithConnectionPerStream
+//	clients.go       the shared zbstream clients, HeadersProvider
+//	proxy.go         the official proxy environment variables
+//	types.go         RecordType, StreamConfigurationOptions, TableProperties
+//	streamopts.go    the official options as zbstream stream options
+//	descriptor.go    TableProperties.DescriptorProto to a message type
+//	stream.go        ZerobusStream: ingest, WaitForOffset, Flush, Close
+//	nowait.go        IngestRecordNowait, IngestRecordsNowait
+//	ack.go           RecordAck, the deprecated handle
+//	errors.go        ZerobusError and the official retryability
+//	avro.go          the Beta Avro API (built with the avro tag)
+//	uc_schema.go     UcColumn, UcTableSchema, SchemaError
+//	uc_descriptor.go DescriptorFromUc*, MessageDescriptorFromUc*
+//	uc_names.go      the official rule for column and field names
 package zerobus
