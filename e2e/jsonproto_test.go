@@ -1,17 +1,17 @@
 package e2e_test
 
-// A Unity Catalog table end to end: its schema read from a workspace
-// (httptest) with Client.TableDescriptor, a stream opened WithJSONToProto
-// against the reference server, JSON records ingested, a record that does
-// not fit refused without harm to the stream, and the stored proto
-// records decoded back to the values sent.
+// A Unity Catalog table end to end: the reference server given the
+// table's definition (servertest.WithTables) serves it as a workspace's
+// tables API does, Client.TableDescriptor reads it from there, a stream
+// opened WithJSONToProto ingests JSON records (the server checks each
+// against the columns), a record that does not fit is refused without
+// harm to the stream, and the stored proto records decode back to the
+// values sent.
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -20,11 +20,12 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/record"
+	"github.com/zbstream/zbstream/server/servertest"
 )
 
 // ucOrders is the Unity Catalog answer for the table: a NOT NULL BIGINT,
 // a timestamp, a date, binary, a struct, an array of structs and a map.
-const ucOrders = `{"name":"orders","full_name":"%s","columns":[
+const ucOrders = `{"full_name":"%s","columns":[
  {"name":"id","type_name":"LONG","position":0,"nullable":false},
  {"name":"customer name","type_name":"STRING","position":1},
  {"name":"placed_at","type_name":"TIMESTAMP","position":2},
@@ -37,16 +38,12 @@ const ucOrders = `{"name":"orders","full_name":"%s","columns":[
 ]}`
 
 func TestJSONToProtoStream(t *testing.T) {
-	e := start(t)
-	workspace := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != zbstream.TablesPath+e.table || r.Header.Get("Authorization") != "Bearer "+e.ts.Token {
-			http.Error(w, `{"error_code":"NOT_FOUND"}`, http.StatusNotFound)
-			return
-		}
-		fmt.Fprintf(w, ucOrders, e.table)
-	}))
-	defer workspace.Close()
-	client, err := zbstream.NewClient("http://"+e.ts.Addr, zbstream.WithToken(e.ts.Token), zbstream.WithWorkspaceURL(workspace.URL))
+	table, err := record.ParseTableSchema(fmt.Appendf(nil, ucOrders, servertest.DefaultTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, servertest.WithTables(table))
+	client, err := zbstream.NewClient("http://"+e.ts.Addr, zbstream.WithToken(e.ts.Token), zbstream.WithWorkspaceURL(e.ts.WorkspaceURL))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -137,23 +138,33 @@ func (a *Auth) authenticate(ctx context.Context) (Principal, error) {
 		return openPrincipal, nil
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(HeaderAuthorization)
+	p, err := a.bearer(md.Get(HeaderAuthorization), "metadata")
+	if err != nil {
+		return Principal{}, status.Error(codes.Unauthenticated, err.Error())
+	}
+	return p, nil
+}
+
+// bearer returns the principal of the values of an authorization header
+// (gRPC metadata, or HTTP's Authorization header: where names which, for
+// the messages): exactly one, "Bearer <token>" with a token of a.
+func (a *Auth) bearer(vals []string, where string) (Principal, error) {
 	if len(vals) == 0 {
-		return Principal{}, status.Error(codes.Unauthenticated, "missing authorization metadata (want \"Bearer <token>\")")
+		return Principal{}, fmt.Errorf("missing authorization %s (want \"Bearer <token>\")", where)
 	}
 	if len(vals) > 1 {
-		return Principal{}, status.Error(codes.Unauthenticated, "more than one authorization value")
+		return Principal{}, errors.New("more than one authorization value")
 	}
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
 	if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) == "" {
-		return Principal{}, status.Error(codes.Unauthenticated, "malformed authorization metadata (want \"Bearer <token>\")")
+		return Principal{}, fmt.Errorf("malformed authorization %s (want \"Bearer <token>\")", where)
 	}
 	p, ok, expired := a.lookup(strings.TrimSpace(tok))
 	switch {
 	case expired:
-		return Principal{}, status.Error(codes.Unauthenticated, "expired bearer token")
+		return Principal{}, errors.New("expired bearer token")
 	case !ok:
-		return Principal{}, status.Error(codes.Unauthenticated, "unknown bearer token")
+		return Principal{}, errors.New("unknown bearer token")
 	}
 	return p, nil
 }

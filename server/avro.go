@@ -44,7 +44,8 @@ func newChecker(typ ingestpb.RecordType, descriptor []byte, avroSchema string) (
 // schema, which is parsed and compiled once per stream (avro_datum.go
 // walks the compiled form). It is immutable and safe for concurrent use.
 type avroChecker struct {
-	root *avroNode
+	schema *avro.RecordSchema // for a table's fit (avroFitsTable)
+	root   *avroNode
 }
 
 // newAvroChecker parses a stream's writer schema: JSON in valid UTF-8
@@ -76,7 +77,7 @@ func newAvroChecker(schema string) (*avroChecker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid avro_schema_json: %w", err)
 	}
-	return &avroChecker{root: root}, nil
+	return &avroChecker{schema: rec, root: root}, nil
 }
 
 // parseAvroSchema parses schema with a cache of its own: hamba/avro's
@@ -99,16 +100,7 @@ func (c *avroChecker) Type() ingestpb.RecordType { return ingestpb.RecordType_AV
 // under the writer schema, with no byte left over. The error names the
 // record type and, in a batch, the datum's index, as record.Checker's do.
 func (c *avroChecker) CheckCall(recs [][]byte) error {
-	typ := c.Type()
-	for i, r := range recs {
-		if err := c.check(r); err != nil {
-			if len(recs) == 1 {
-				return fmt.Errorf("invalid %s record: %w", typ, err)
-			}
-			return fmt.Errorf("invalid %s record %d of the batch: %w", typ, i, err)
-		}
-	}
-	return nil
+	return checkEach(c.Type(), recs, c.check)
 }
 
 // sameAvroSchema reports whether two writer schemas are the same: equal

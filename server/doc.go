@@ -1,7 +1,9 @@
 // Package server is zbstream's reference Zerobus-compatible server: both
 // stream kinds and RetireStream over gRPC, durable storage with group
 // commit, bearer-token authentication and per-table authorization, TLS,
-// session rotation and programmable fault injection. Users can run it in
+// session rotation, programmable fault injection, and Unity Catalog table
+// definitions that records are checked against (Options.Tables), served
+// as a workspace serves them (TablesHandler). Users can run it in
 // their own tests (see package servertest) to test ingestion code without a
 // cloud account, and benchmark clients against its ack-only engine
 // (EngineAckOnly).
@@ -20,6 +22,10 @@
 //	             record checker of each type; avro_datum.go each datum
 //	             walked with the compiled schema, to its last byte;
 //	             avro_table.go a writer schema against a table's columns
+//	tables.go    table definitions (Options.Tables): LoadTables, NewTables;
+//	             tables_check.go a stream and its records against its
+//	             table's columns; tables_http.go the Unity Catalog tables
+//	             API serving them (TablesHandler)
 //	owner.go     ownership: streams and client_request_ids per principal
 //	receive.go   the receiver: offsets and records checked, the receive queue
 //	budget.go    the server-wide receive budget, shared fairly, idle readers

@@ -51,6 +51,11 @@ func (c *conn) openCreate(m *clientMsg) error {
 	if err := s.opts.Auth.authorizeTable(c.ctx, c.principal, table, true); err != nil {
 		return err
 	}
+	// A table's definition is checked after authorization: a refusal
+	// names its columns.
+	if schema, err = withTable(schema, s.opts.Tables.lookup(table), cr.GetDescriptorProto()); err != nil {
+		return invalid("create_stream: %v", err)
+	}
 	c.table, c.schema = table, schema
 	if f, ok := c.takeOpenFault(FaultFailOpen); ok {
 		return faultStatus(f, codes.Unavailable, "injected fault: open failed")
@@ -154,6 +159,11 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 	schema, err := newChecker(typ, meta.Descriptor, meta.AvroSchema)
 	if err != nil {
 		return status.Errorf(codes.Internal, "stored schema of stream %q: %v", id, err)
+	}
+	// The table's definition may have changed since the create (a server
+	// restarted with other -tables): the stream goes on only if it fits.
+	if schema, err = withTable(schema, s.opts.Tables.lookup(meta.Table), meta.Descriptor); err != nil {
+		return invalid("resume_stream: %v", err)
 	}
 	c.id, c.schema = id, schema
 	if err := c.attach(true); err != nil {

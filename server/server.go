@@ -61,6 +61,14 @@ type Options struct {
 	// cutting them (default 5s).
 	StopGrace time.Duration
 
+	// Tables holds table definitions (LoadTables, NewTables): a stream of
+	// a table with one must fit its columns at open, and its records are
+	// checked against them (docs/server.md, "Tables with schemas"). Nil, or
+	// a table without a definition: records are checked against their
+	// stream's own schema only. The definitions are served by a
+	// TablesHandler, which the server does not mount: it speaks gRPC only.
+	Tables *Tables
+
 	// Engine selects what the server does with records: EngineStore (the
 	// zero value) validates and stores them; EngineAckOnly only checks
 	// offsets and acknowledges, for benchmarks of clients.

@@ -11,7 +11,9 @@
 // stored ones (server.Options.StrictDuplicates, see LenientDuplicates),
 // accepts one bearer token (Token) that may write one table (Table,
 // DefaultTable unless changed), and stops when the test ends, leaving no
-// goroutine or connection behind.
+// goroutine or connection behind. WithTables gives tables schemas: the
+// server checks their records against them and serves them, as a
+// workspace's Unity Catalog does, at WorkspaceURL.
 package servertest
 
 import (
@@ -19,6 +21,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -26,6 +30,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	ingestpb "github.com/zbstream/zbstream/proto"
+	"github.com/zbstream/zbstream/record"
 	"github.com/zbstream/zbstream/server"
 )
 
@@ -42,6 +47,11 @@ type Server struct {
 	Token string
 	// Table is the default table.
 	Table string
+	// WorkspaceURL, with WithTables, is the URL of an HTTP server that
+	// serves the tables' definitions at server.TablesPath, authorized as
+	// the gRPC server is (give it to zbstream.WithWorkspaceURL); empty
+	// otherwise.
+	WorkspaceURL string
 }
 
 type config struct {
@@ -52,6 +62,7 @@ type config struct {
 	principals map[string]server.Principal
 	ackOnly    bool
 	lenient    bool
+	tables     []*record.TableSchema
 	tweaks     []func(*server.Options)
 }
 
@@ -87,6 +98,14 @@ func LenientDuplicates() Option { return func(c *config) { c.lenient = true } }
 // Open starts the server without authentication.
 func Open() Option { return func(c *config) { c.open = true } }
 
+// WithTables gives tables Unity Catalog schemas (server.Options.Tables):
+// streams of these tables must fit their columns, and their records are
+// checked against them. The schemas are also served at WorkspaceURL. A
+// schema server.NewTables refuses fails the test at Start.
+func WithTables(schemas ...*record.TableSchema) Option {
+	return func(c *config) { c.tables = append(c.tables, schemas...) }
+}
+
 // WithOptions adjusts the server options (session rotation, message
 // limit, logger, TLS...) after the other options were applied.
 func WithOptions(f func(*server.Options)) Option {
@@ -115,6 +134,13 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		so.Auth = server.NewAuth(tokens)
 	}
+	if len(cfg.tables) > 0 {
+		tables, err := server.NewTables(cfg.tables...)
+		if err != nil {
+			t.Fatalf("servertest: %v", err)
+		}
+		so.Tables = tables
+	}
 	for _, f := range cfg.tweaks {
 		f(&so)
 	}
@@ -135,7 +161,15 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Errorf("servertest: serve: %v", err)
 		}
 	})
-	return &Server{Server: srv, Addr: lis.Addr().String(), Token: cfg.token, Table: cfg.table}
+	ts := &Server{Server: srv, Addr: lis.Addr().String(), Token: cfg.token, Table: cfg.table}
+	if so.Tables != nil {
+		mux := http.NewServeMux()
+		mux.Handle(server.TablesPath, server.NewTablesHandler(so.Tables, so.Auth))
+		hs := httptest.NewServer(mux)
+		t.Cleanup(hs.Close)
+		ts.WorkspaceURL = hs.URL
+	}
+	return ts
 }
 
 // Dial returns a client connection to the server (plaintext unless opts

@@ -55,7 +55,16 @@ Zerobus endpoint. A token is scoped to the tables its request names in
 authorization_details (without a table list the client may ask for any;
 a secret containing ':' needs the list, "*" for all) and the server accepts
 it for those tables only, for an hour. The admin API itself takes only
--token tokens.`
+-token tokens.
+
+Tables with schemas: -tables PATH loads Unity Catalog table definitions (a
+file of table objects as GET /api/2.1/unity-catalog/tables/{name} returns
+them, or a directory of *.json such files). A stream of a table with a
+definition must fit its columns at open, and every record is checked
+against them (unknown column, wrong type, NULL in a NOT NULL column:
+INVALID_ARGUMENT naming the field). The admin address serves the
+definitions at that path, authorized like the gRPC server (any token of a
+principal that may write the table, OAuth tokens included).`
 
 // maxBytes bounds -receive-budget and -max-message-bytes.
 const maxBytes int64 = 1 << 62
@@ -67,6 +76,7 @@ type config struct {
 	tokens           tokenSpecs
 	oauth            tokenSpecs
 	tokensFile       string
+	tables           string
 	open             bool
 	tlsCert, tlsKey  string
 	logLevel, logFmt string
@@ -85,6 +95,7 @@ func flags(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs.StringVar(&c.engine, "engine", "bolt", "storage `engine`: bolt (durable), memory (lost at exit) or ackonly (stores nothing, for benchmarks)")
 	fs.Var(&c.tokens, "token", "add a principal: `name:TOKEN:table[,table...]`, tables catalog.schema.table or \"*\" (all); repeatable")
 	fs.Var(&c.oauth, "oauth", "add an OAuth client for the token endpoint on -admin: `CLIENT_ID:SECRET[:table,...]`; repeatable")
+	fs.StringVar(&c.tables, "tables", "", "Unity Catalog table definitions to check records against: a JSON `file` or a directory of them")
 	fs.StringVar(&c.tokensFile, "tokens-file", "", "`file` of token specs, one a line (# comments), kept out of the process list")
 	fs.BoolVar(&c.open, "open", false, "open mode (no credentials) even on an address other than loopback")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with -tls-key the server speaks TLS")
@@ -138,6 +149,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts.ReceiveBudget = c.receiveBudget
 	memLimit := setMemoryLimit(c.engine, opts.ReceiveBudget)
 	opts.MaxConcurrentStreams = uint32(c.maxConcurrent)
+	if c.tables != "" {
+		if opts.Tables, err = server.LoadTables(c.tables); err != nil {
+			return cli.WithCode(cli.ExitInput, fmt.Errorf("-tables: %w", err))
+		}
+	}
 	var tlsConf *tls.Config
 	if c.tlsCert != "" {
 		if tlsConf, err = loadTLS(c.tlsCert, c.tlsKey); err != nil {
@@ -202,23 +218,31 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer wg.Wait()
 	wg.Go(func() { errc <- srv.Serve(lis) })
 	var adminSrv *http.Server
+	if adminLis == nil && opts.Tables != nil {
+		log.Warn("-admin is off: the table definitions are checked but not served", "tables", opts.Tables.Names())
+	}
 	if adminLis != nil {
 		var lookup admin.Lookup // open mode without tokens
 		if len(tokens) > 0 {
 			lookup = tokens.lookup
 		}
 		handler := admin.NewHandler(srv.Store(), lookup, log, admin.DefaultLimits())
-		if len(clients) > 0 {
-			ep, err := server.NewTokenEndpoint(auth, clients, server.TokenEndpointOptions{Logger: log})
-			if err != nil {
-				return err
-			}
+		if len(clients) > 0 || opts.Tables != nil {
 			mux := http.NewServeMux()
-			mux.Handle(server.TokenPath, ep)
-			if len(tokens) == 0 {
-				// Without -token the admin API would be open while the
-				// gRPC server is not: refuse it instead.
-				handler = adminWithoutTokens{}
+			if len(clients) > 0 {
+				ep, err := server.NewTokenEndpoint(auth, clients, server.TokenEndpointOptions{Logger: log})
+				if err != nil {
+					return err
+				}
+				mux.Handle(server.TokenPath, ep)
+				if len(tokens) == 0 {
+					// Without -token the admin API would be open while the
+					// gRPC server is not: refuse it instead.
+					handler = adminWithoutTokens{}
+				}
+			}
+			if opts.Tables != nil {
+				mux.Handle(server.TablesPath, server.NewTablesHandler(opts.Tables, auth))
 			}
 			mux.Handle("/", handler)
 			handler = mux
@@ -239,6 +263,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "admin: %s://%s\n", scheme, adminLis.Addr())
 		if len(clients) > 0 {
 			log.Info("OAuth token endpoint", "url", fmt.Sprintf("%s://%s%s", scheme, adminLis.Addr(), server.TokenPath), "clients", len(clients))
+		}
+		if opts.Tables != nil {
+			log.Info("Unity Catalog tables API", "url", fmt.Sprintf("%s://%s%s", scheme, adminLis.Addr(), server.TablesPath), "tables", opts.Tables.Names())
+		}
+		if len(clients) > 0 || opts.Tables != nil {
 			fmt.Fprintf(stdout, "workspace: %s://%s\n", scheme, adminLis.Addr())
 		}
 		wg.Go(func() {
