@@ -404,3 +404,23 @@ func TestIngestTableSchemaRefusesLine(t *testing.T) {
 		t.Fatalf("dead letters %+v", dl)
 	}
 }
+
+// TestIngestTableSchemaReferenceServer: the schema read from the
+// reference server itself (servertest.WithTables serves the table's
+// definition as a workspace does, to the same -token), which then also
+// checks the stream's descriptor and every record the command sends
+// against the table's columns.
+func TestIngestTableSchemaReferenceServer(t *testing.T) {
+	schema, err := record.ParseTableSchema([]byte(ucOrders))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := servertest.Start(t, servertest.WithTable(ucTable), servertest.WithTables(schema))
+	const n = 12
+	file := writeFile(t, t.TempDir(), "orders.jsonl", orderLines(n)...)
+	args := append(serverArgs(ts), "-table-schema", "-workspace-url", ts.WorkspaceURL, "-batch-size", "5", file)
+	if code, _, errs := runIngestCmd(context.Background(), t, args...); code != cli.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	checkOrders(t, decodeOrders(t, ts, readState(t, file+".zbstate").StreamID), n)
+}
