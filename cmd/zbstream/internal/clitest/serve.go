@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,13 +11,15 @@ import (
 // Serve is a "zbstream serve" run in-process.
 type Serve struct {
 	Endpoint, Admin string  // printed by serve: its gRPC endpoint and admin URL
+	Workspace       string  // printed with -oauth or -tables: the workspace URL
 	Stdout, Stderr  *Buffer // what it wrote
 	cancel          context.CancelFunc
 	code            chan int
 }
 
 // StartServe runs serve (c["serve"]) with args, after -addr and -admin on
-// free loopback ports, and waits for it to print its addresses. It is
+// free loopback ports, and waits for it to print its addresses (the
+// workspace URL too, with -oauth or -tables). It is
 // stopped at the end of the test, and must exit 0.
 func (c Commands) StartServe(t *testing.T, args ...string) *Serve {
 	t.Helper()
@@ -29,6 +32,8 @@ func (c Commands) StartServe(t *testing.T, args ...string) *Serve {
 			t.Errorf("serve exited %d, want 0; stderr:\n%s", code, s.Stderr)
 		}
 	})
+	// serve prints the workspace line after the admin line.
+	wantWorkspace := slices.Contains(args, "-oauth") || slices.Contains(args, "-tables")
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, line := range strings.Split(s.Stdout.String(), "\n") {
@@ -38,8 +43,11 @@ func (c Commands) StartServe(t *testing.T, args ...string) *Serve {
 			if v, ok := strings.CutPrefix(line, "admin: "); ok {
 				s.Admin = v
 			}
+			if v, ok := strings.CutPrefix(line, "workspace: "); ok {
+				s.Workspace = v
+			}
 		}
-		if s.Endpoint != "" && s.Admin != "" {
+		if s.Endpoint != "" && s.Admin != "" && (s.Workspace != "" || !wantWorkspace) {
 			return s
 		}
 		select {

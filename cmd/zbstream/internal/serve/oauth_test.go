@@ -14,12 +14,7 @@ import (
 // tokens, the server accepts them for the token's table only.
 func TestServeOAuth(t *testing.T) {
 	s := cmds.StartServe(t, "-engine", "memory", "-oauth", "etl:s3:cr:et:main.sales.orders", "-oauth", "any:pw")
-	var workspace string
-	for _, line := range strings.Split(s.Stdout.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, "workspace: "); ok {
-			workspace = v
-		}
-	}
+	workspace := s.Workspace
 	if workspace != s.Admin {
 		t.Fatalf("workspace %q, want the admin URL %q; stdout:\n%s", workspace, s.Admin, s.Stdout)
 	}

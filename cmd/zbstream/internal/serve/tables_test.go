@@ -51,12 +51,7 @@ func writeTables(t *testing.T) string {
 func TestServeTables(t *testing.T) {
 	s := cmds.StartServe(t, "-engine", "memory", "-tables", writeTables(t),
 		"-oauth", "etl:pw:main.sales.orders", "-token", "etl:rtok:main.sales.orders")
-	var workspace string
-	for _, line := range strings.Split(s.Stdout.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, "workspace: "); ok {
-			workspace = v
-		}
-	}
+	workspace := s.Workspace
 	if workspace != s.Admin {
 		t.Fatalf("workspace %q, want the admin URL %q; stdout:\n%s", workspace, s.Admin, s.Stdout)
 	}
