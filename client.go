@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -23,6 +24,7 @@ import (
 type Client struct {
 	endpoint string
 	cc       *grpc.ClientConn
+	http     *http.Client // the workspace's: OAuth tokens, table schemas
 	opts     clientOptions
 
 	mu     sync.Mutex
@@ -50,6 +52,10 @@ func NewClient(endpoint string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.http, err = newWorkspaceHTTP(c.opts.dial); err != nil {
+		cc.Close()
+		return nil, err
+	}
 	c.cc = cc
 	return c, nil
 }
@@ -57,11 +63,7 @@ func NewClient(endpoint string, opts ...Option) (*Client, error) {
 // Close closes the client's connection. Close the streams first: a stream
 // still open loses its connection and fails once its recovery gives up.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if hc := c.tables.http; hc != nil {
-		hc.CloseIdleConnections() // TableDescriptor's
-	}
-	c.mu.Unlock()
+	c.http.CloseIdleConnections() // the workspace's: tokens, schemas
 	return c.cc.Close()
 }
 
@@ -190,6 +192,7 @@ func (c *Client) headers(table string) (grpcio.HeadersProvider, error) {
 		return p, nil
 	}
 	cfg := *c.opts.oauth
+	cfg.HTTPClient = c.http
 	cfg.Table = table
 	cfg.WorkspaceID = grpcio.WorkspaceIDFromEndpoint(c.endpoint)
 	cfg.Logger = c.opts.logger

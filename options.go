@@ -73,18 +73,21 @@ func WithOAuth(workspaceURL, clientID, clientSecret string) Option {
 
 // WithTLSConfig sets the TLS configuration (cloned; at least TLS 1.2).
 // The default is TLS with the system roots (SSL_CERT_FILE is honoured).
+// The TLS options (this one, WithCAFile, WithCAPEM) apply to the
+// workspace's HTTPS requests too (WithOAuth's tokens, TableDescriptor),
+// but for ServerName, which is the endpoint's alone.
 func WithTLSConfig(cfg *tls.Config) Option {
 	return func(o *clientOptions) error { o.dial.TLSConfig = cfg; return nil }
 }
 
 // WithCAFile trusts the CA certificates in a PEM file instead of the
-// system roots.
+// system roots, for the endpoint and the workspace alike.
 func WithCAFile(path string) Option {
 	return func(o *clientOptions) error { o.dial.CAFile = path; return nil }
 }
 
 // WithCAPEM trusts the given PEM CA certificates instead of the system
-// roots.
+// roots, for the endpoint and the workspace alike.
 func WithCAPEM(pem []byte) Option {
 	return func(o *clientOptions) error { o.dial.CAPEM = pem; return nil }
 }

@@ -39,7 +39,6 @@ func WithWorkspaceURL(workspaceURL string) Option {
 type tableCache struct {
 	descs map[string]*descriptorpb.DescriptorProto // per table
 	auth  grpcio.HeadersProvider                   // made on first use
-	http  *http.Client                             // follows no redirect
 }
 
 // TableDescriptor returns the proto descriptor of table's records
@@ -122,26 +121,12 @@ func (c *Client) tableSource() (string, grpcio.HeadersProvider, *http.Client, er
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &c.tables
-	if t.http == nil {
-		// A transport of its own, so that Close can drop its idle
-		// connections without touching http.DefaultTransport's.
-		tr, _ := http.DefaultTransport.(*http.Transport)
-		var rt http.RoundTripper = http.DefaultTransport
-		if tr != nil {
-			rt = tr.Clone()
-		}
-		t.http = &http.Client{
-			Transport:     rt,
-			Timeout:       grpcio.DefaultOAuthTimeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
-	}
 	if t.auth == nil {
 		switch {
 		case c.opts.oauth != nil:
 			p, err := grpcio.NewOAuth(grpcio.OAuthConfig{
 				WorkspaceURL: c.opts.oauth.WorkspaceURL, ClientID: c.opts.oauth.ClientID, ClientSecret: c.opts.oauth.ClientSecret,
-				Unscoped: true, HTTPClient: t.http, Logger: c.opts.logger,
+				Unscoped: true, HTTPClient: c.http, Logger: c.opts.logger,
 			})
 			if err != nil {
 				return "", nil, nil, err
@@ -153,5 +138,5 @@ func (c *Client) tableSource() (string, grpcio.HeadersProvider, *http.Client, er
 			return "", nil, nil, &ConfigError{Field: "Credentials", Reason: "TableDescriptor needs WithOAuth, WithToken or WithHeadersProvider"}
 		}
 	}
-	return base, t.auth, t.http, nil
+	return base, t.auth, c.http, nil
 }

@@ -116,7 +116,7 @@ func (f fetcher) once(ctx context.Context, table string) (*record.TableSchema, e
 			return nil, core.Errorf("zbstream: reading the schema of %s: %w: %w", table, context.Cause(ctx), err)
 		}
 		var ce *core.ConnectionError
-		return nil, fail(0, errors.As(err, &ce) && ce.Code == core.CodeUnavailable, "no token", err)
+		return nil, fail(0, errors.As(err, &ce) && ce.Code == core.CodeUnavailable && !tlsFailure(err), "no token", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {

@@ -257,3 +257,23 @@ func tlsConfig(ep Endpoint, base *tls.Config, caFile string, caPEM []byte) (*tls
 	cfg.RootCAs = pool
 	return cfg, nil
 }
+
+// WorkspaceTLSConfig returns the TLS configuration for HTTPS requests to
+// a workspace (its OAuth token endpoint, its Unity Catalog API) that trust
+// what Dial trusts with opts: TLSConfig's settings and roots, CAFile and
+// CAPEM, so that a workspace behind the same private CA as the Zerobus
+// endpoint is reached with the same options. TLSConfig's ServerName is
+// the endpoint's and is left out (the HTTP client verifies each URL's
+// host). It returns nil when opts set none of the three: the HTTP
+// client's defaults, the system roots.
+func WorkspaceTLSConfig(opts DialOptions) (*tls.Config, error) {
+	if opts.TLSConfig == nil && opts.CAFile == "" && opts.CAPEM == nil {
+		return nil, nil
+	}
+	cfg, err := tlsConfig(Endpoint{}, opts.TLSConfig, opts.CAFile, opts.CAPEM)
+	if err != nil {
+		return nil, err
+	}
+	cfg.ServerName = ""
+	return cfg, nil
+}
