@@ -36,6 +36,7 @@
 //	dial.go       Dial: keepalive, user agent, message limits
 //	endpoint.go   endpoints; tls.go TLS and its mistakes; proxy.go proxies
 //	headers.go    HeadersProvider, static tokens
+//	outgoing.go   OutgoingContext: the metadata of an open, for any stream kind
 //	oauth*.go     OAuth client credentials: config, request, cache,
 //	              errors, redaction
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -105,47 +104,9 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 	return c, nil
 }
 
-// outgoing attaches the call metadata: the provider's headers, the table,
-// the SDK. A provider may send the table header itself, as the official
-// SDKs' providers do: the same table is sent once, another one is a
-// *core.ConfigError (inside a non-retryable INVALID_ARGUMENT
-// *core.ConnectionError, since the driver retries any other open error)
-// and nothing is sent.
+// outgoing attaches the call metadata (OutgoingContext).
 func (t *Transport) outgoing(ctx context.Context) (context.Context, error) {
-	kv := make([]string, 0, 6)
-	if t.cfg.Headers != nil {
-		h, err := t.cfg.Headers.Headers(ctx)
-		if err != nil {
-			var ce *core.ConnectionError
-			code := core.CodeUnauthenticated
-			switch {
-			case errors.As(err, &ce):
-				return nil, err
-			case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-				code = Classify(err) // the open was abandoned, not refused
-			}
-			return nil, &core.ConnectionError{Code: code, Err: core.Errorf("credentials: %w", err)}
-		}
-		for k, v := range h {
-			// gRPC metadata keys are case-insensitive (it lowercases
-			// them): compare them so.
-			if strings.ToLower(k) == HeaderTable {
-				if v != t.cfg.Table {
-					return nil, &core.ConnectionError{Code: core.CodeInvalidArgument, Err: &core.ConfigError{
-						Field:  "HeadersProvider",
-						Reason: fmt.Sprintf("sends the %s header %q for a stream of table %q", HeaderTable, v, t.cfg.Table),
-					}}
-				}
-				continue // sent below, once
-			}
-			kv = append(kv, k, v)
-		}
-	}
-	kv = append(kv, HeaderTable, t.cfg.Table)
-	if t.cfg.SDK != "" {
-		kv = append(kv, HeaderSDK, t.cfg.SDK)
-	}
-	return metadata.AppendToOutgoingContext(ctx, kv...), nil
+	return OutgoingContext(ctx, t.cfg.Headers, t.cfg.Table, t.cfg.SDK)
 }
 
 // openMessage builds the first message of a call.
