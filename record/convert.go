@@ -5,13 +5,10 @@ package record
 // scalars are read in convert_scalar.go.
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -94,24 +91,23 @@ func (e *ConvertError) Unwrap() error { return e.Err }
 // A record that does not fit is a *ConvertError naming the field, and
 // nothing is returned. It never panics, whatever data holds.
 func JSONToProto(md protoreflect.MessageDescriptor, data []byte) ([]byte, error) {
-	if !utf8.Valid(data) {
-		return nil, &ConvertError{Fault: FaultSyntax, Reason: "invalid UTF-8"}
+	// The grammar first, in one pass (the check every JSON record gets):
+	// the converter's scanner then only finds where tokens end.
+	switch err := CheckJSON(data); {
+	case errors.Is(err, ErrNotObject):
+		return nil, &ConvertError{Fault: FaultSyntax, Reason: "a record must be a JSON object", Err: err}
+	case errors.Is(err, ErrInvalidUTF8):
+		return nil, &ConvertError{Fault: FaultSyntax, Reason: "invalid UTF-8", Err: err}
+	case err != nil:
+		return nil, &ConvertError{Fault: FaultSyntax, Reason: "invalid JSON", Err: err}
 	}
-	c := &converter{dec: json.NewDecoder(bytes.NewReader(data))}
-	c.dec.UseNumber()
-	tok, err := c.token("")
-	if err != nil {
+	c := &converter{sc: scanner{b: data}}
+	if _, err := c.token(""); err != nil { // the '{'
 		return nil, err
-	}
-	if tok != json.Delim('{') {
-		return nil, &ConvertError{Fault: FaultSyntax, Reason: "a record must be a JSON object"}
 	}
 	m := dynamicpb.NewMessage(md)
 	if err := c.object(m, ""); err != nil {
 		return nil, err
-	}
-	if _, err := c.dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, &ConvertError{Fault: FaultSyntax, Reason: "data after the object", Err: err}
 	}
 	// Deterministic: the same JSON gives the same bytes (map entries in
 	// key order), so that a record converted again after a crash is the
@@ -125,16 +121,14 @@ func JSONToProto(md protoreflect.MessageDescriptor, data []byte) ([]byte, error)
 
 // converter reads one JSON record token by token.
 type converter struct {
-	dec *json.Decoder
+	sc scanner
 }
 
-// token reads the next token; a syntax error is a FaultSyntax at path.
+// token reads the next token; a syntax error (which CheckJSON has ruled
+// out) is a FaultSyntax at path.
 func (c *converter) token(path string) (json.Token, error) {
-	tok, err := c.dec.Token()
+	tok, err := c.sc.token()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
 		return nil, &ConvertError{Field: path, Fault: FaultSyntax, Reason: "invalid JSON", Err: err}
 	}
 	return tok, nil
@@ -144,7 +138,7 @@ func (c *converter) token(path string) (json.Token, error) {
 func (c *converter) object(m protoreflect.Message, path string) error {
 	fields := m.Descriptor().Fields()
 	seen := map[protoreflect.FieldNumber]bool{}
-	for c.dec.More() {
+	for c.sc.more() {
 		tok, err := c.token(path)
 		if err != nil {
 			return err
@@ -204,7 +198,7 @@ func (c *converter) field(m protoreflect.Message, fd protoreflect.FieldDescripto
 			return wrongType(path, "an array", tok)
 		}
 		list := m.Mutable(fd).List()
-		for i := 0; c.dec.More(); i++ {
+		for i := 0; c.sc.more(); i++ {
 			epath := path + "[" + strconv.Itoa(i) + "]"
 			etok, err := c.token(epath)
 			if err != nil {
@@ -231,7 +225,7 @@ func (c *converter) field(m protoreflect.Message, fd protoreflect.FieldDescripto
 // mapValue reads the entries of a map whose '{' was read.
 func (c *converter) mapValue(mp protoreflect.Map, fd protoreflect.FieldDescriptor, path string) error {
 	kd, vd := fd.MapKey(), fd.MapValue()
-	for c.dec.More() {
+	for c.sc.more() {
 		tok, err := c.token(path)
 		if err != nil {
 			return err

@@ -38,7 +38,8 @@
 //	descriptor_options.go DescriptorFromColumnsWith: the official Go SDK's
 //	                   numbering and message names, for the drop-in
 //	schema_fault.go    SchemaFault: what kind of problem a SchemaError is
-//	convert.go         JSONToProto and its ConvertError; convert_scalar.go
+//	convert.go         JSONToProto and its ConvertError; convert_scan.go
+//	                   its tokens, after CheckJSON; convert_scalar.go
 //	                   the scalars, as protobuf's JSON mapping reads them
 //	tablecheck.go      TableChecker: NewTableChecker, CheckJSON, FitError
 //	tablefield.go      TableField, FieldType: the parsed columns, exported
