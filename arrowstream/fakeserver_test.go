@@ -16,7 +16,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
 )
 
 // act is what the fake server does after it has stored one data frame.
@@ -25,8 +24,8 @@ type act struct {
 	raw    string // send this app_metadata instead of the ack
 	rotate bool   // then send a close-only rotation notice of grace ms
 	grace  int
-	drop   bool   // then end the call with UNAVAILABLE
-	end    bool   // then end the call cleanly
+	drop   bool // then end the call with UNAVAILABLE
+	end    bool // then end the call cleanly
 }
 
 // fakeServer is a Flight DoPut server that stores the rows of column
@@ -54,9 +53,24 @@ type fakeServer struct {
 
 func startServer(t *testing.T, f *fakeServer) *fakeServer {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	stop, err := f.listen()
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, v := range stop() {
+			t.Errorf("client broke the protocol: %s", v)
+		}
+	})
+	return f
+}
+
+// listen serves f on a loopback port; stop ends it and returns the
+// client's breaches of the protocol.
+func (f *fakeServer) listen() (stop func() []string, err error) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	f.addr = lis.Addr().String()
 	f.acked = map[int64]bool{}
@@ -64,16 +78,13 @@ func startServer(t *testing.T, f *fakeServer) *fakeServer {
 	flight.RegisterFlightServiceServer(srv, f)
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(lis) }()
-	t.Cleanup(func() {
+	return func() []string {
 		srv.Stop()
 		<-done
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		for _, v := range f.violation {
-			t.Errorf("client broke the protocol: %s", v)
-		}
-	})
-	return f
+		return f.violation
+	}, nil
 }
 
 func (f *fakeServer) breach(format string, args ...any) {
