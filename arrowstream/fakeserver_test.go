@@ -44,7 +44,8 @@ type fakeServer struct {
 	conns     int
 	received  []int64        // ids in the order they arrived, repeats included
 	acked     map[int64]bool // ids acknowledged
-	resentAck []int64        // ids received again after they were acknowledged
+	ackedOn   map[int64]int  // the connection that acknowledged each
+	resentAck []int64        // ids sent again after they were acknowledged
 	frames    int            // data frames received
 	maxFrame  int            // the largest data frame, in bytes
 	md        []metadata.MD  // each call's metadata
@@ -74,6 +75,7 @@ func (f *fakeServer) listen() (stop func() []string, err error) {
 	}
 	f.addr = lis.Addr().String()
 	f.acked = map[int64]bool{}
+	f.ackedOn = map[int64]int{}
 	srv := grpc.NewServer()
 	flight.RegisterFlightServiceServer(srv, f)
 	done := make(chan struct{})
@@ -157,7 +159,10 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		f.frames++
 		f.maxFrame = max(f.maxFrame, size)
 		for _, id := range ids {
-			if f.acked[id] {
+			// A row acknowledged on this connection or an earlier one must
+			// not come again; a frame of an older connection read late
+			// (sent before the client left it) is no resend.
+			if on, ok := f.ackedOn[id]; ok && conn >= on {
 				f.resentAck = append(f.resentAck, id)
 			}
 			f.received = append(f.received, id)
@@ -179,6 +184,9 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 			f.mu.Lock()
 			for _, id := range pendingIDs {
 				f.acked[id] = true
+				if _, ok := f.ackedOn[id]; !ok {
+					f.ackedOn[id] = conn
+				}
 			}
 			f.mu.Unlock()
 			pendingIDs = pendingIDs[:0]

@@ -103,18 +103,26 @@ func open(t *testing.T, f *fakeServer, opts ...arrowstream.Option) *arrowstream.
 	return s
 }
 
-func TestIngestSplitsAndAcks(t *testing.T) {
-	f := startServer(t, &fakeServer{})
+// deliver ingests batches of the given sizes into a new stream to f,
+// flushes and closes it, checks that every row landed, and returns the
+// stream and how often each row arrived.
+func deliver(t *testing.T, f *fakeServer, sizes ...int64) (*arrowstream.Stream, map[int64]int) {
+	t.Helper()
 	s := open(t, f)
 	ctx := testCtx(t)
-	n := ingest(t, ctx, s, 1, 200, 37)
+	n := ingest(t, ctx, s, sizes...)
 	if err := s.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := landed(t, f, n)
+	return s, landed(t, f, n)
+}
+
+func TestIngestSplitsAndAcks(t *testing.T) {
+	f := startServer(t, &fakeServer{})
+	s, got := deliver(t, f, 1, 200, 37)
 	for id, k := range got {
 		if k != 1 {
 			t.Fatalf("row %d arrived %d times on a fault-free run", id, k)
@@ -178,16 +186,7 @@ func TestFaults(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := startServer(t, &fakeServer{script: c.script})
-			s := open(t, f)
-			ctx := testCtx(t)
-			n := ingest(t, ctx, s, 90, 5, 120)
-			if err := s.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.Close(ctx); err != nil {
-				t.Fatal(err)
-			}
-			landed(t, f, n)
+			deliver(t, f, 90, 5, 120)
 			if f.conns < c.conns {
 				t.Fatalf("%d connections, want at least %d", f.conns, c.conns)
 			}

@@ -66,6 +66,7 @@ type ProtocolError struct {
 	Detail string
 }
 
+// Error names the rule and the numbers that broke it.
 func (e *ProtocolError) Error() string {
 	switch e.Rule {
 	case AckAboveSent:
