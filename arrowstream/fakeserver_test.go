@@ -24,8 +24,9 @@ type act struct {
 	raw    string // send this app_metadata instead of the ack
 	rotate bool   // then send a close-only rotation notice of grace ms
 	grace  int
-	drop   bool // then end the call with UNAVAILABLE
-	end    bool // then end the call cleanly
+	drop   bool       // then end the call with UNAVAILABLE
+	end    bool       // then end the call cleanly
+	code   codes.Code // then end the call with this status, if not OK
 }
 
 // fakeServer is a Flight DoPut server that stores the rows of column
@@ -39,6 +40,8 @@ type fakeServer struct {
 	script func(conn, frame int) act
 	// ready, when set, replaces the ready signal.
 	ready string
+	// refuse, when set, may end a call at its start with an error.
+	refuse func(conn int) error
 
 	mu        sync.Mutex
 	conns     int
@@ -122,6 +125,11 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 	f.conns++
 	f.md = append(f.md, md)
 	f.mu.Unlock()
+	if f.refuse != nil {
+		if err := f.refuse(conn); err != nil {
+			return err
+		}
+	}
 
 	head, err := st.Recv()
 	if err != nil {
@@ -207,6 +215,9 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		if a.end {
 			return nil
 		}
+		if a.code != codes.OK {
+			return status.Error(a.code, "ended by the test")
+		}
 	}
 	if err := r.Err(); err != nil && err != io.EOF {
 		if s, ok := status.FromError(err); ok && s.Code() == codes.Canceled {
@@ -215,6 +226,15 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		f.breach("conn %d: %v", conn, err)
 	}
 	return nil
+}
+
+// counts is what the server has seen so far.
+type counts struct{ conns, frames, maxFrame int }
+
+func (f *fakeServer) counts() counts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return counts{f.conns, f.frames, f.maxFrame}
 }
 
 // idsReceived returns how often each id arrived.

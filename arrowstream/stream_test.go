@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/arrowstream"
@@ -128,13 +131,15 @@ func TestIngestSplitsAndAcks(t *testing.T) {
 			t.Fatalf("row %d arrived %d times on a fault-free run", id, k)
 		}
 	}
-	if f.frames <= 3 || f.maxFrame > 1024 {
-		t.Fatalf("%d frames, largest %d bytes: want the 200-row batch split into frames of at most 1024", f.frames, f.maxFrame)
+	if k := f.counts(); k.frames <= 3 || k.maxFrame > 1024 {
+		t.Fatalf("%d frames, largest %d bytes: want the 200-row batch split into frames of at most 1024", k.frames, k.maxFrame)
 	}
 	if u := s.Unacked(); len(u) != 0 {
 		t.Fatalf("Unacked after Close = %d batches", len(u))
 	}
+	f.mu.Lock()
 	md := f.md[0]
+	f.mu.Unlock()
 	if got := md.Get("x-databricks-zerobus-table-name"); len(got) != 1 || got[0] != "main.default.t" {
 		t.Fatalf("table header %v", got)
 	}
@@ -156,8 +161,8 @@ func TestBatchOverTwoMiBIsSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	landed(t, f, n)
-	if f.frames < 3 || f.maxFrame > arrowstream.MaxFrameBytes {
-		t.Fatalf("%d frames, largest %d bytes", f.frames, f.maxFrame)
+	if k := f.counts(); k.frames < 3 || k.maxFrame > arrowstream.MaxFrameBytes {
+		t.Fatalf("%d frames, largest %d bytes", k.frames, k.maxFrame)
 	}
 }
 
@@ -187,8 +192,8 @@ func TestFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := startServer(t, &fakeServer{script: c.script})
 			deliver(t, f, 90, 5, 120)
-			if f.conns < c.conns {
-				t.Fatalf("%d connections, want at least %d", f.conns, c.conns)
+			if conns := f.counts().conns; conns < c.conns {
+				t.Fatalf("%d connections, want at least %d", conns, c.conns)
 			}
 		})
 	}
@@ -207,8 +212,8 @@ func TestRotationWithoutRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	landed(t, f, n)
-	if f.conns < 4 {
-		t.Fatalf("%d connections, want 4", f.conns)
+	if conns := f.counts().conns; conns < 4 {
+		t.Fatalf("%d connections, want 4", conns)
 	}
 }
 
@@ -440,7 +445,75 @@ func TestRetriesExhausted(t *testing.T) {
 	if !errors.As(err, &re) || re.Attempts != 2 {
 		t.Fatalf("Flush = %v; want a RetryError after 2 attempts", err)
 	}
-	if f.conns != 3 {
-		t.Fatalf("%d connections, want 3", f.conns)
+	if conns := f.counts().conns; conns != 3 {
+		t.Fatalf("%d connections, want 3", conns)
+	}
+}
+
+// A status no reconnect can fix fails the stream at once.
+func TestNonRetryableStatusFails(t *testing.T) {
+	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.PermissionDenied} }})
+	s := open(t, f)
+	ctx := testCtx(t)
+	ingest(t, ctx, s, 1)
+	err := s.Flush(ctx)
+	var ce *zbstream.ConnectionError
+	if !errors.As(err, &ce) || ce.Code != zbstream.Code(codes.PermissionDenied) {
+		t.Fatalf("Flush = %v; want PERMISSION_DENIED", err)
+	}
+	if conns := f.counts().conns; conns != 1 {
+		t.Fatalf("%d connections, want 1", conns)
+	}
+}
+
+// countingToken is a bearer token that counts how often it is dropped.
+type countingToken struct {
+	mu          sync.Mutex
+	invalidated int
+}
+
+func (c *countingToken) Headers(context.Context) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer tok"}, nil
+}
+
+func (c *countingToken) Invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.invalidated++
+}
+
+// UNAUTHENTICATED at the first open drops the credentials and is retried
+// once, at once; later it fails the stream, dropping them again.
+func TestUnauthenticated(t *testing.T) {
+	f := startServer(t, &fakeServer{refuse: func(conn int) error {
+		if conn == 0 || conn == 2 {
+			return status.Error(codes.Unauthenticated, "expired")
+		}
+		return nil
+	}, script: func(conn, frame int) act { return act{drop: true} }})
+	tok := &countingToken{}
+	c, err := zbstream.NewClient("http://"+f.addr, zbstream.WithHeadersProvider(tok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testCtx(t)
+	s, err := arrowstream.New(ctx, c, "main.default.t", testSchema, arrowstream.WithRetries(1),
+		arrowstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: time.Millisecond}))
+	if err != nil {
+		t.Fatalf("New after one UNAUTHENTICATED = %v", err)
+	}
+	defer s.Close(ctx)
+	ingest(t, ctx, s, 1)
+	// Connection 1 drops (retryable); connection 2 is refused as
+	// UNAUTHENTICATED, which now fails the stream.
+	var ce *zbstream.ConnectionError
+	if err := s.Flush(ctx); !errors.As(err, &ce) || ce.Code != zbstream.Code(codes.Unauthenticated) {
+		t.Fatalf("Flush = %v; want UNAUTHENTICATED", err)
+	}
+	tok.mu.Lock()
+	defer tok.mu.Unlock()
+	if conns := f.counts().conns; tok.invalidated != 2 || conns != 3 {
+		t.Fatalf("credentials dropped %d times over %d calls; want 2 over 3", tok.invalidated, conns)
 	}
 }
