@@ -123,6 +123,18 @@ func deliver(t *testing.T, f *fakeServer, sizes ...int64) (*arrowstream.Stream, 
 	return s, landed(t, f, n)
 }
 
+// flushAgainst ingests one batch of n rows into a stream to a server
+// that follows script and returns the server, the stream and what Flush
+// returned.
+func flushAgainst(t *testing.T, script func(conn, frame int) act, n int64, opts ...arrowstream.Option) (*fakeServer, *arrowstream.Stream, error) {
+	t.Helper()
+	f := startServer(t, &fakeServer{script: script})
+	s := open(t, f, opts...)
+	ctx := testCtx(t)
+	ingest(t, ctx, s, n)
+	return f, s, s.Flush(ctx)
+}
+
 func TestIngestSplitsAndAcks(t *testing.T) {
 	f := startServer(t, &fakeServer{})
 	s, got := deliver(t, f, 1, 200, 37)
@@ -263,11 +275,8 @@ func TestMalformedAckFailsTheStream(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{raw: c.raw} }})
-			s := open(t, f)
+			_, s, err := flushAgainst(t, func(conn, frame int) act { return act{raw: c.raw} }, 3)
 			ctx := testCtx(t)
-			ingest(t, ctx, s, 3)
-			err := s.Flush(ctx)
 			var pe *flightfsm.ProtocolError
 			if !errors.Is(err, zbstream.ErrProtocol) || !errors.Is(err, zbstream.ErrStreamFailed) || !errors.As(err, &pe) || pe.Rule != c.rule {
 				t.Fatalf("Flush = %v; want the stream failed with %q", err, c.rule)
@@ -436,11 +445,7 @@ func TestWaitAndWindow(t *testing.T) {
 }
 
 func TestRetriesExhausted(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{drop: true} }})
-	s := open(t, f, arrowstream.WithRetries(2))
-	ctx := testCtx(t)
-	ingest(t, ctx, s, 1)
-	err := s.Flush(ctx)
+	f, _, err := flushAgainst(t, func(conn, frame int) act { return act{drop: true} }, 1, arrowstream.WithRetries(2))
 	var re *zbstream.RetryError
 	if !errors.As(err, &re) || re.Attempts != 2 {
 		t.Fatalf("Flush = %v; want a RetryError after 2 attempts", err)
@@ -452,11 +457,7 @@ func TestRetriesExhausted(t *testing.T) {
 
 // A status no reconnect can fix fails the stream at once.
 func TestNonRetryableStatusFails(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.PermissionDenied} }})
-	s := open(t, f)
-	ctx := testCtx(t)
-	ingest(t, ctx, s, 1)
-	err := s.Flush(ctx)
+	f, _, err := flushAgainst(t, func(conn, frame int) act { return act{code: codes.PermissionDenied} }, 1)
 	var ce *zbstream.ConnectionError
 	if !errors.As(err, &ce) || ce.Code != zbstream.Code(codes.PermissionDenied) {
 		t.Fatalf("Flush = %v; want PERMISSION_DENIED", err)
