@@ -25,7 +25,7 @@ const (
 // Defaults of a stream's options, the same as the other streams' where
 // they have one (core's defaults, docs/protocol.md §7).
 const (
-	DefaultMaxInflightBatches = 100_000
+	DefaultMaxInflightBatches = core.DefaultMaxInflightCalls
 	DefaultMaxInflightBytes   = core.DefaultMaxInflightBytes
 	DefaultOpenTimeout        = core.DefaultOpenTimeout
 	DefaultAckTimeout         = core.DefaultAckTimeout
