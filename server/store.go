@@ -32,6 +32,10 @@ type StreamMeta struct {
 	RecordType int32  // ingestpb.RecordType value
 	Descriptor []byte // PROTO streams: the serialized DescriptorProto of the create
 	AvroSchema string // AVRO streams: the writer schema of the create, Avro JSON as sent
+	// ArrowSchema: Arrow streams (RecordType RecordTypeArrow), the schema
+	// frame as an encapsulated IPC message; each batch then holds one
+	// frame's encapsulated record batch message (see DecodeArrow).
+	ArrowSchema []byte
 	RequestID  string // persistent create idempotency key ("" for none)
 	Watermark  int64
 	Records    int64
