@@ -36,10 +36,10 @@ type StreamMeta struct {
 	// frame as an encapsulated IPC message; each batch then holds one
 	// frame's encapsulated record batch message (see DecodeArrow).
 	ArrowSchema []byte
-	RequestID  string // persistent create idempotency key ("" for none)
-	Watermark  int64
-	Records    int64
-	Retired    bool
+	RequestID   string // persistent create idempotency key ("" for none)
+	Watermark   int64
+	Records     int64
+	Retired     bool
 }
 
 // Batch is the records of one ingest call, stored under one offset.
