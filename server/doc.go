@@ -58,6 +58,7 @@
 //	flight_ipc.go     record batches decoded under the stream's schema,
 //	                  frames kept as encapsulated IPC messages
 //	flight_fb.go      a checked look into an IPC message header
+//	flight_verify.go  what arrow-go would allocate, bounded before it reads
 //	flight_layout.go  the field nodes and buffers a schema's batches hold
 //	flight_table.go   an Arrow schema against a table's columns
 //	flight_records.go stored frames read back as record batches

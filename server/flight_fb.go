@@ -70,10 +70,13 @@ func fbRoot(b []byte) (fbTable, error) {
 // (holding its default).
 func (t fbTable) field(i int) (int, bool, error) {
 	slot := 4 + 2*i
-	if slot+2 > t.vtn {
+	if slot >= t.vtn { // as flatbuffers decides: a slot half past the vtable is read
 		return 0, false, nil
 	}
-	fo, _ := le16(t.b, t.vt+slot)
+	fo, ok := le16(t.b, t.vt+slot)
+	if !ok {
+		return 0, false, errBadHeader
+	}
 	if fo == 0 {
 		return 0, false, nil
 	}

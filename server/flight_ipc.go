@@ -90,6 +90,9 @@ func newFrameDecoder(header []byte) (d *frameDecoder, err error) {
 	if h.bodyLen != 0 {
 		return nil, errors.New("the schema message announces a body")
 	}
+	if err := verifySchemaHeader(header); err != nil {
+		return nil, err
+	}
 	d = &frameDecoder{src: &frameSource{}}
 	d.src.next = ipc.NewMessage(memory.NewBufferBytes(header), memory.NewBufferBytes(nil))
 	d.rd, err = ipc.NewReaderFromMessageReader(d.src, ipc.WithAllocator(memory.DefaultAllocator))
@@ -121,6 +124,11 @@ func (d *frameDecoder) decode(header, body []byte) (rows int64, err error) {
 		return 0, fmt.Errorf("%w: %d field nodes, the schema has %d", errWrongLayout, h.nodes, d.layout.nodes)
 	case d.layout.known && h.buffers != d.layout.buffers:
 		return 0, fmt.Errorf("%w: %d buffers, the schema's batches have %d", errWrongLayout, h.buffers, d.layout.buffers)
+	}
+	if h.compress {
+		if err := verifyCompressed(header, body); err != nil {
+			return 0, err
+		}
 	}
 	d.src.next = ipc.NewMessage(memory.NewBufferBytes(header), memory.NewBufferBytes(body))
 	if !d.rd.Next() {
