@@ -342,3 +342,26 @@ func expectAckThrough(t *testing.T, st flight.FlightService_DoPutClient, off, ro
 		}
 	}
 }
+
+// TestArrowTableDefinition: on a table with a definition (id BIGINT NOT
+// NULL, name STRING, amount DOUBLE, tags ARRAY<STRING>, ship
+// STRUCT<city STRING NOT NULL, zip INT>), a schema that fits is ready and
+// one that does not is refused at the schema frame, naming the field.
+func TestArrowTableDefinition(t *testing.T) {
+	ts := startServer(t, servertest.WithTables(eventsTable(t)))
+	fits := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "ship", Type: arrow.StructOf(arrow.Field{Name: "city", Type: arrow.BinaryTypes.String}), Nullable: true},
+	}, nil)
+	st := openArrow(t, ts, arrowCtx(t, ts), fits)
+	if err := expectEnd(t, st); err != nil {
+		t.Fatal(err)
+	}
+	nullableID := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	acks, err := sendAll(t, doPut(t, ts, arrowCtx(t, ts)), schemaFrame(nullableID))
+	expectCode(t, err, codes.InvalidArgument)
+	if msg := status.Convert(err).Message(); len(acks) != 0 || !strings.Contains(msg, `field "id"`) || !strings.Contains(msg, "NOT NULL") {
+		t.Errorf("acks %q, status %q: want no ack and a refusal of field id", acks, msg)
+	}
+}
