@@ -84,11 +84,8 @@ func (c *arrowCall) awaitFirst() (*flight.FlightData, error) {
 	t := time.NewTimer(c.s.opts.FirstMessageTimeout)
 	defer t.Stop()
 	select {
-	case f, ok := <-c.frames:
-		switch {
-		case !ok:
-			return nil, c.ctx.Err()
-		case f.err != nil:
+	case f := <-c.frames:
+		if f.err != nil {
 			if err := recvStatus(f.err); err != nil {
 				return nil, err
 			}
