@@ -1,11 +1,9 @@
 package server_test
 
-// Arrow frames written by hand for the DoPut tests: the schema and record
-// batch messages of arrow-go's IPC writer (ipc.GetSchemaPayload,
-// ipc.GetRecordBatchPayload), with the app_metadata each test chooses.
+// Arrow frames for the DoPut tests (servertest.SchemaFrame, BatchFrame),
+// with the app_metadata each test chooses, and the calls that send them.
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,29 +102,17 @@ func allTypesRows(t testing.TB, first, n int) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-// schemaFrame is the schema FlightData of schema: its IPC schema message,
-// no body, no app_metadata.
-func schemaFrame(schema *arrow.Schema) *flight.FlightData {
-	p := ipc.GetSchemaPayload(schema, memory.DefaultAllocator)
-	defer p.Release()
-	return &flight.FlightData{DataHeader: bytes.Clone(p.Meta().Bytes())}
-}
+// schemaFrame is the schema FlightData of schema.
+func schemaFrame(schema *arrow.Schema) *flight.FlightData { return servertest.SchemaFrame(schema) }
 
-// batchFrame is the FlightData of rec, with appMeta.
+// batchFrame is the FlightData of rec with appMeta ("": none).
 func batchFrame(t testing.TB, rec arrow.RecordBatch, appMeta string, opts ...ipc.Option) *flight.FlightData {
 	t.Helper()
-	p, err := ipc.GetRecordBatchPayload(rec, opts...)
+	fd, err := servertest.BatchFrame(rec, 0, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Release()
-	m := p.Meta()
-	defer m.Release()
-	var body bytes.Buffer
-	if err := p.SerializeBody(&body); err != nil {
-		t.Fatal(err)
-	}
-	fd := &flight.FlightData{DataHeader: bytes.Clone(m.Bytes()), DataBody: body.Bytes()}
+	fd.AppMetadata = nil
 	if appMeta != "" {
 		fd.AppMetadata = []byte(appMeta)
 	}

@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -116,30 +114,6 @@ func TestArrowUnknownMetadataField(t *testing.T) {
 	expectAck(t, st, `{"ack_up_to_offset":0,"ack_up_to_records":2}`)
 	if err := expectEnd(t, st); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// sendAll sends frames until the call refuses one, then reads until it
-// ends: its status (nil for OK) and the acks received.
-func sendAll(t *testing.T, st flight.FlightService_DoPutClient, frames ...*flight.FlightData) (acks []string, err error) {
-	t.Helper()
-	for _, fd := range frames {
-		if st.Send(fd) != nil {
-			break // the call ended: Recv says why
-		}
-	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		r, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			return acks, nil
-		}
-		if err != nil {
-			return acks, err
-		}
-		acks = append(acks, string(r.AppMetadata))
 	}
 }
 
@@ -256,11 +230,7 @@ func TestArrowRefusals(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			st, err := ts.Flight(t).DoPut(servertest.OutgoingContext(ctx, token, table))
-			if err != nil {
-				t.Fatal(err)
-			}
-			acks, err := sendAll(t, st, tc.frames...)
+			acks, err := servertest.PutFrames(servertest.OutgoingContext(ctx, token, table), ts.Flight(t), tc.frames...)
 			expectCode(t, err, tc.code)
 			if msg := status.Convert(err).Message(); !strings.Contains(msg, tc.why) {
 				t.Errorf("status message %q, want it to say %q", msg, tc.why)
@@ -359,7 +329,7 @@ func TestArrowTableDefinition(t *testing.T) {
 		t.Fatal(err)
 	}
 	nullableID := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
-	acks, err := sendAll(t, doPut(t, ts, arrowCtx(t, ts)), schemaFrame(nullableID))
+	acks, err := servertest.PutFrames(arrowCtx(t, ts), ts.Flight(t), schemaFrame(nullableID))
 	expectCode(t, err, codes.InvalidArgument)
 	if msg := status.Convert(err).Message(); len(acks) != 0 || !strings.Contains(msg, `field "id"`) || !strings.Contains(msg, "NOT NULL") {
 		t.Errorf("acks %q, status %q: want no ack and a refusal of field id", acks, msg)

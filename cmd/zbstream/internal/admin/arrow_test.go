@@ -1,17 +1,15 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/zbstream/zbstream/server/servertest"
@@ -49,36 +47,11 @@ func TestArrowPage(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 
-	st, err := flight.NewFlightServiceClient(ts.Dial(t)).DoPut(ts.Context(ctx))
-	if err != nil {
-		t.Fatal(err)
+	acks, err := servertest.PutArrow(ts.Context(ctx), ts.Flight(t), schema, rec)
+	want := []string{`{"ack_up_to_offset":-1,"ack_up_to_records":0}`, `{"ack_up_to_offset":0,"ack_up_to_records":2}`}
+	if err != nil || !slices.Equal(acks, want) {
+		t.Fatalf("acks %q, %v; want %q and OK", acks, err, want)
 	}
-	sp := ipc.GetSchemaPayload(schema, memory.DefaultAllocator)
-	defer sp.Release()
-	if err := st.Send(&flight.FlightData{DataHeader: bytes.Clone(sp.Meta().Bytes())}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := ipc.GetRecordBatchPayload(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
-	meta := p.Meta()
-	defer meta.Release()
-	var body bytes.Buffer
-	if err := p.SerializeBody(&body); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Send(&flight.FlightData{DataHeader: bytes.Clone(meta.Bytes()), DataBody: body.Bytes(), AppMetadata: []byte(`{"offset_id":0}`)}); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{`{"ack_up_to_offset":-1,"ack_up_to_records":0}`, `{"ack_up_to_offset":0,"ack_up_to_records":2}`} {
-		r, err := st.Recv()
-		if err != nil || string(r.AppMetadata) != want {
-			t.Fatalf("ack %q, %v; want %s", r.GetAppMetadata(), err, want)
-		}
-	}
-	st.CloseSend()
 
 	streams, err := ts.Streams(ctx)
 	if err != nil || len(streams) != 1 {
@@ -95,9 +68,9 @@ func TestArrowPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `[{"offset":0,"index":0,"json":{"id":1,"name":"a\"b","x":1.5,"tags":["x","y"],"ship":{"city":"Lyon"},"b":"AAE="}},` +
+	wantPage := `[{"offset":0,"index":0,"json":{"id":1,"name":"a\"b","x":1.5,"tags":["x","y"],"ship":{"city":"Lyon"},"b":"AAE="}},` +
 		`{"offset":0,"index":1,"json":{"id":-2,"name":null,"x":"NaN","tags":null,"ship":null,"b":null}}]`
-	if string(got) != want || page.Next != 1 {
-		t.Errorf("page records\n%s\nwant\n%s\n(next %d, want 1)", got, want, page.Next)
+	if string(got) != wantPage || page.Next != 1 {
+		t.Errorf("page records\n%s\nwant\n%s\n(next %d, want 1)", got, wantPage, page.Next)
 	}
 }

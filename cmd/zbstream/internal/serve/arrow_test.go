@@ -1,10 +1,10 @@
 package serve
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -21,15 +20,23 @@ import (
 	"github.com/zbstream/zbstream/server/servertest"
 )
 
-// TestServeArrowStream: serve takes an Arrow stream over Flight DoPut on
-// its gRPC endpoint, and "streams records" prints its rows as JSON lines.
-func TestServeArrowStream(t *testing.T) {
-	srv := cmds.StartServe(t, "-data", filepath.Join(t.TempDir(), "data"), "-log-level", "warn", "-token", "alice:tok-alice:"+clitest.TableA)
+// dialServe is a plaintext connection to serve's gRPC endpoint, closed
+// when the test ends.
+func dialServe(t *testing.T, srv *clitest.Serve) *grpc.ClientConn {
+	t.Helper()
 	cc, err := grpc.NewClient(strings.TrimPrefix(srv.Endpoint, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+// TestServeArrowStream: serve takes an Arrow stream over Flight DoPut on
+// its gRPC endpoint, and "streams records" prints its rows as JSON lines.
+func TestServeArrowStream(t *testing.T) {
+	srv := cmds.StartServe(t, "-data", filepath.Join(t.TempDir(), "data"), "-log-level", "warn", "-token", "alice:tok-alice:"+clitest.TableA)
+	cc := dialServe(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -44,44 +51,10 @@ func TestServeArrowStream(t *testing.T) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 
-	st, err := flight.NewFlightServiceClient(cc).DoPut(servertest.OutgoingContext(ctx, "tok-alice", clitest.TableA))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := ipc.GetSchemaPayload(schema, memory.DefaultAllocator)
-	defer sp.Release()
-	p, err := ipc.GetRecordBatchPayload(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
-	meta := p.Meta()
-	defer meta.Release()
-	var body bytes.Buffer
-	if err := p.SerializeBody(&body); err != nil {
-		t.Fatal(err)
-	}
-	for _, fd := range []*flight.FlightData{
-		{DataHeader: bytes.Clone(sp.Meta().Bytes())},
-		{DataHeader: bytes.Clone(meta.Bytes()), DataBody: body.Bytes(), AppMetadata: []byte(`{"offset_id":0}`)},
-	} {
-		if err := st.Send(fd); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, want := range []string{`{"ack_up_to_offset":-1,"ack_up_to_records":0}`, `{"ack_up_to_offset":0,"ack_up_to_records":2}`} {
-		r, err := st.Recv()
-		if err != nil || string(r.GetAppMetadata()) != want {
-			t.Fatalf("ack %q, %v; want %s", r.GetAppMetadata(), err, want)
-		}
-	}
-	if err := st.CloseSend(); err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := st.Recv(); err != nil {
-			break
-		}
+	acks, err := servertest.PutArrow(servertest.OutgoingContext(ctx, "tok-alice", clitest.TableA), flight.NewFlightServiceClient(cc), schema, rec)
+	want := []string{`{"ack_up_to_offset":-1,"ack_up_to_records":0}`, `{"ack_up_to_offset":0,"ack_up_to_records":2}`}
+	if err != nil || !slices.Equal(acks, want) {
+		t.Fatalf("acks %q, %v; want %q and OK", acks, err, want)
 	}
 
 	out := cmds.WantCode(t, 0, "streams", "list", "-admin", srv.Admin, "-token", "tok-alice")
