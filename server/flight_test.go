@@ -335,3 +335,45 @@ func TestArrowTableDefinition(t *testing.T) {
 		t.Errorf("acks %q, status %q: want no ack and a refusal of field id", acks, msg)
 	}
 }
+
+// TestArrowPrincipalCap: DoPut calls count against the principal's cap on
+// concurrent calls, with the stream RPCs'.
+func TestArrowPrincipalCap(t *testing.T) {
+	ts := startServer(t, servertest.WithOptions(func(o *server.Options) { o.MaxConnectionsPerPrincipal = 1 }))
+	ctx := arrowCtx(t, ts)
+	st := openArrow(t, ts, ctx, allTypes)
+	acks, err := servertest.PutFrames(ctx, ts.Flight(t), schemaFrame(allTypes))
+	expectCode(t, err, codes.ResourceExhausted)
+	if len(acks) != 0 {
+		t.Errorf("acks %q on a call over the cap", acks)
+	}
+	if err := expectEnd(t, st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestArrowGracefulStop: a server stopping ends an open Arrow call with
+// UNAVAILABLE, what it acknowledged stored.
+func TestArrowGracefulStop(t *testing.T) {
+	store := newTestStore(t) // not closed by the server's stop
+	ts := servertest.Start(t, servertest.WithStore(store))
+	ctx := arrowCtx(t, ts)
+	st := openArrow(t, ts, ctx, allTypes)
+	rec := allTypesRows(t, 0, 4)
+	defer rec.Release()
+	if err := st.Send(batchFrame(t, rec, offsetMeta(0))); err != nil {
+		t.Fatal(err)
+	}
+	expectAck(t, st, `{"ack_up_to_offset":0,"ack_up_to_records":4}`)
+	id := arrowStream(t, ctx, ts).ID
+	ts.GracefulStop()
+	_, err := st.Recv()
+	expectCode(t, err, codes.Unavailable)
+	if msg := status.Convert(err).Message(); msg != "server shutting down" {
+		t.Errorf("status message %q, want server shutting down", msg)
+	}
+	batches, err := store.Records(ctx, id)
+	if err != nil || len(batches) != 1 || batches[0].Offset != 0 {
+		t.Fatalf("stored %d batches, %v; want frame 0", len(batches), err)
+	}
+}
