@@ -303,3 +303,51 @@ func TestImportCheckerReports(t *testing.T) {
 		t.Error("library rule: wrong handling of the module's own packages")
 	}
 }
+
+// arrowModule is Apache Arrow's Go module, which the root module requires
+// for the reference server's Arrow Flight DoPut (and the command that
+// runs it): never for the library.
+const arrowModule = "github.com/apache/arrow-go/v18"
+
+// TestArrowConfined: the root module requires arrow-go for server/ and
+// cmd/ only. No other package of the module imports it directly (tests
+// aside), and no library package reaches it at all (the allow-lists of
+// TestLibraryImports have no Arrow in them: this names the rule).
+func TestArrowConfined(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is not on PATH: %v", err)
+	}
+	cmd := exec.Command(goCmd, "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v\n%s", err, stderr.String())
+	}
+	importers := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !slices.ContainsFunc(fields[1:], func(imp string) bool { return under(imp, arrowModule) }) {
+			continue
+		}
+		importers++
+		if !under(fields[0], modulePath+"/server", modulePath+"/cmd") {
+			t.Errorf("%s imports %s: only server/ and cmd/ may", fields[0], arrowModule)
+		}
+	}
+	if importers == 0 {
+		t.Errorf("no package imports %s: drop it from go.mod, or this test is broken", arrowModule)
+	}
+	for _, dir := range libraryDirs {
+		if !hasGoSource(filepath.FromSlash(dir)) {
+			continue
+		}
+		g := goListDeps(t, "./"+dir)
+		for _, pkg := range g.order {
+			if under(pkg, arrowModule) {
+				t.Errorf("./%s reaches %s (chain: %s)", dir, pkg, strings.Join(g.chain(pkg), " -> "))
+			}
+		}
+	}
+}

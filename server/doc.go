@@ -1,6 +1,6 @@
 // Package server is zbstream's reference Zerobus-compatible server: both
-// stream kinds and RetireStream over gRPC, durable storage with group
-// commit, bearer-token authentication and per-table authorization, TLS,
+// stream kinds, Arrow Flight DoPut and RetireStream over gRPC, durable
+// storage with group commit, bearer-token authentication and per-table authorization, TLS,
 // session rotation, programmable fault injection, and Unity Catalog table
 // definitions that records are checked against (Options.Tables), served
 // as a workspace serves them (TablesHandler). Users can run it in
@@ -47,4 +47,19 @@
 //	store_bolt_codec.go   how batches are laid out
 //	store_bolt_rss_*.go   dropping the mapping of pages written (Linux)
 //	fault.go     fault injection, in the vocabulary of internal/faults
+//
+// Arrow Flight (DoPut, the official SDKs' columnar ingestion):
+//
+//	flight.go         the Flight service: authenticate, authorize, admit
+//	flight_call.go    a DoPut call: frames received, checked, appended
+//	                  several per Append, acknowledged cumulatively
+//	flight_open.go    the schema frame, the stream created with its schema
+//	flight_meta.go    the app_metadata JSON: offset_id read, acks written
+//	flight_ipc.go     record batches decoded under the stream's schema,
+//	                  frames kept as encapsulated IPC messages
+//	flight_fb.go      a checked look into an IPC message header
+//	flight_verify.go  what arrow-go would allocate, bounded before it reads
+//	flight_layout.go  the field nodes and buffers a schema's batches hold
+//	flight_table.go   an Arrow schema against a table's columns
+//	flight_records.go stored frames read back as record batches
 package server

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 )
@@ -205,6 +206,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.grpc = grpc.NewServer(gopts...)
 	s.grpc.RegisterService(serviceDesc(), &service{s: s})
+	flight.RegisterFlightServiceServer(s.grpc, &flightService{s: s})
 	return s, nil
 }
 

@@ -32,10 +32,14 @@ type StreamMeta struct {
 	RecordType int32  // ingestpb.RecordType value
 	Descriptor []byte // PROTO streams: the serialized DescriptorProto of the create
 	AvroSchema string // AVRO streams: the writer schema of the create, Avro JSON as sent
-	RequestID  string // persistent create idempotency key ("" for none)
-	Watermark  int64
-	Records    int64
-	Retired    bool
+	// ArrowSchema: Arrow streams (RecordType RecordTypeArrow), the schema
+	// frame as an encapsulated IPC message; each batch then holds one
+	// frame's encapsulated record batch message (see DecodeArrow).
+	ArrowSchema []byte
+	RequestID   string // persistent create idempotency key ("" for none)
+	Watermark   int64
+	Records     int64
+	Retired     bool
 }
 
 // Batch is the records of one ingest call, stored under one offset.

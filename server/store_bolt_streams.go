@@ -77,7 +77,7 @@ func loadMeta(tx *bolt.Tx, id string) (StreamMeta, error) {
 func (s *BoltStore) CreateStream(ctx context.Context, meta StreamMeta) (StreamMeta, bool, error) {
 	var stored StreamMeta
 	var created bool
-	err := s.write(ctx, len(meta.Descriptor)+len(meta.AvroSchema), func(tx *bolt.Tx) error {
+	err := s.write(ctx, len(meta.Descriptor)+len(meta.AvroSchema)+len(meta.ArrowSchema), func(tx *bolt.Tx) error {
 		stored, created = StreamMeta{}, false
 		reqs := tx.Bucket(boltBucketRequests)
 		reqKey := []byte(requestKey(meta.Principal, meta.Table, meta.RequestID))
@@ -106,7 +106,7 @@ func (s *BoltStore) CreateStream(ctx context.Context, meta StreamMeta) (StreamMe
 		m.Watermark, m.Records, m.Retired = -1, 0, false
 		raw, err := json.Marshal(StreamMeta{
 			ID: m.ID, Kind: m.Kind, Table: m.Table, Principal: m.Principal,
-			RecordType: m.RecordType, Descriptor: m.Descriptor, AvroSchema: m.AvroSchema, RequestID: m.RequestID,
+			RecordType: m.RecordType, Descriptor: m.Descriptor, AvroSchema: m.AvroSchema, ArrowSchema: m.ArrowSchema, RequestID: m.RequestID,
 		})
 		if err != nil {
 			return fmt.Errorf("server: bolt store: %w", err)

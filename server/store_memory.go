@@ -211,5 +211,6 @@ func (s *MemoryStore) Close() error {
 
 func cloneMeta(m StreamMeta) StreamMeta {
 	m.Descriptor = slices.Clone(m.Descriptor)
+	m.ArrowSchema = slices.Clone(m.ArrowSchema)
 	return m
 }

@@ -13,7 +13,8 @@
 // DefaultTable unless changed), and stops when the test ends, leaving no
 // goroutine or connection behind. WithTables gives tables schemas: the
 // server checks their records against them and serves them, as a
-// workspace's Unity Catalog does, at WorkspaceURL.
+// workspace's Unity Catalog does, at WorkspaceURL. Flight returns an Arrow
+// Flight client: the server takes Arrow streams over DoPut as well.
 package servertest
 
 import (
@@ -25,6 +26,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -183,6 +185,13 @@ func (s *Server) Dial(t testing.TB, opts ...grpc.DialOption) *grpc.ClientConn {
 	}
 	t.Cleanup(func() { cc.Close() })
 	return cc
+}
+
+// Flight returns an Arrow Flight client on a new connection (see Dial):
+// its DoPut, with Context's metadata, is an Arrow stream.
+func (s *Server) Flight(t testing.TB, opts ...grpc.DialOption) flight.FlightServiceClient {
+	t.Helper()
+	return flight.NewFlightServiceClient(s.Dial(t, opts...))
 }
 
 // Client returns a Zerobus client on a new connection (see Dial).

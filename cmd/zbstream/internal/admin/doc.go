@@ -15,7 +15,9 @@
 // its records; a page stops early after Limits.PageBytes of records), and
 // next is the offset to ask for next (past the watermark: none left). A
 // JSON record is shown as JSON, an Avro record decoded to JSON with its
-// stream's writer schema (avro.go), a proto record as base64 bytes.
+// stream's writer schema (avro.go), an Arrow frame as one JSON object per
+// row, at the frame's offset and the row's index (arrow.go), a proto
+// record as base64 bytes.
 // Errors are an ErrorBody with 400, 401, 404, 405 or 503.
 //
 // With tokens, every request needs "Authorization: Bearer TOKEN" and a

@@ -63,24 +63,31 @@ func (r StoreReader) Page(ctx context.Context, m server.StreamMeta, from int64, 
 	if pageBytes <= 0 {
 		pageBytes = DefaultPageBytes
 	}
-	// add appends a batch's records; false once the page holds
-	// pageBytes (Next then follows the last batch added).
+	// add appends a batch's records (an Arrow frame's rows); false once
+	// the page holds pageBytes (Next then follows the last batch added).
 	add := func(b server.Batch) bool {
-		for i, rec := range b.Records {
-			ri := RecordInfo{Offset: b.Offset, Index: i}
-			switch {
-			case isJSON && json.Valid(rec):
-				ri.JSON = CompactJSON(rec)
-			case avroRecs != nil:
-				var err error
-				if ri.JSON, err = avroRecs.render(rec); err != nil {
-					ri.JSON, ri.Data = nil, rec
-				}
-			default:
-				ri.Data = rec
+		if m.RecordType == server.RecordTypeArrow {
+			p.Records = append(p.Records, arrowRows(m, b)...)
+			for _, rec := range b.Records {
+				size += len(rec)
 			}
-			p.Records = append(p.Records, ri)
-			size += len(rec)
+		} else {
+			for i, rec := range b.Records {
+				ri := RecordInfo{Offset: b.Offset, Index: i}
+				switch {
+				case isJSON && json.Valid(rec):
+					ri.JSON = CompactJSON(rec)
+				case avroRecs != nil:
+					var err error
+					if ri.JSON, err = avroRecs.render(rec); err != nil {
+						ri.JSON, ri.Data = nil, rec
+					}
+				default:
+					ri.Data = rec
+				}
+				p.Records = append(p.Records, ri)
+				size += len(rec)
+			}
 		}
 		if size >= pageBytes {
 			p.Next = b.Offset + 1

@@ -28,7 +28,8 @@ type StreamInfo struct {
 }
 
 // RecordInfo is one stored record: JSON records as JSON, Avro records
-// decoded as JSON (avro.go says how), others (proto) as base64 bytes.
+// decoded as JSON (avro.go says how), an Arrow frame's rows each as JSON
+// (arrow.go), others (proto) as base64 bytes.
 type RecordInfo struct {
 	Offset int64           `json:"offset"`
 	Index  int             `json:"index"`
@@ -69,6 +70,9 @@ func ToStreamInfo(m server.StreamMeta) StreamInfo {
 		rt = "proto"
 	case ingestpb.RecordType_AVRO:
 		rt = "avro"
+	}
+	if m.RecordType == server.RecordTypeArrow {
+		rt = "arrow"
 	}
 	var schema json.RawMessage
 	if m.AvroSchema != "" && json.Valid([]byte(m.AvroSchema)) {

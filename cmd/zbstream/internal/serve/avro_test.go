@@ -4,12 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/clitest"
@@ -24,11 +21,7 @@ func TestServeAvroStream(t *testing.T) {
 	const schema = `{"type": "record", "name": "Click", "fields": [{"name": "user", "type": "string"}, {"name": "tags", "type": {"type": "array", "items": "string"}}]}`
 	srv := cmds.StartServe(t, "-data", filepath.Join(t.TempDir(), "data"), "-log-level", "warn", "-token", "alice:tok-alice:"+clitest.TableA)
 
-	cc, err := grpc.NewClient(strings.TrimPrefix(srv.Endpoint, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
+	cc := dialServe(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	st, err := ingestpb.NewZerobusClient(cc).PersistentStream(servertest.OutgoingContext(ctx, "tok-alice", clitest.TableA))
