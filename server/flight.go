@@ -22,9 +22,8 @@ const MaxArrowFrameBytes = 2 << 20
 const RecordTypeArrow int32 = -1
 
 // arrowQueue bounds the frames received and not yet committed on one
-// DoPut call: with the frame limit, about 8 MiB of a call's memory (each
-// frame's message is at most Options.MaxMessageBytes before it is
-// refused).
+// DoPut call; what they hold is within the server-wide receive budget
+// (arrowCall).
 const arrowQueue = 4
 
 // flightService is the Arrow Flight service the server registers beside
@@ -69,12 +68,19 @@ func (s *Server) serveArrow(st flight.FlightService_DoPutServer) error {
 		return err
 	}
 	defer done()
-	c := &arrowCall{s: s, st: st, principal: p, table: table, frames: make(chan arrowFrame, arrowQueue)}
+	c := &arrowCall{s: s, st: st, principal: p, table: table, frames: make(chan arrowFrame, arrowQueue), recvDone: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(ctx)
-	defer c.cancel()
 	s.wg.Add(1)
 	go c.receive()
 	err = c.run()
+	c.cancel()
+	// receive returns once this handler has (gRPC ends its Recv then):
+	// the frames still queued give their budget back after that.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		c.drain()
+	}()
 	s.log.Info("arrow stream ended", "stream", c.id, "table", table, "frames", c.next, "rows", c.rows, "err", capStatus(err))
 	return err
 }
@@ -85,6 +91,7 @@ func (c *arrowCall) awaitFirst() (*flight.FlightData, error) {
 	defer t.Stop()
 	select {
 	case f := <-c.frames:
+		c.release(f.taken) // the schema is kept in the stream's meta, not in the frame
 		if f.err != nil {
 			if err := recvStatus(f.err); err != nil {
 				return nil, err
@@ -97,6 +104,6 @@ func (c *arrowCall) awaitFirst() (*flight.FlightData, error) {
 	case <-c.s.draining:
 		return nil, status.Error(codes.Unavailable, "server shutting down")
 	case <-c.ctx.Done():
-		return nil, status.FromContextError(c.ctx.Err()).Err()
+		return nil, c.ended()
 	}
 }

@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // arrowCall is one DoPut call: a stream of its own in the Store, written
@@ -14,6 +16,12 @@ import (
 // a bounded queue (so HTTP/2 flow control pushes back on a client that
 // sends faster than the store syncs), and the handler checks, appends and
 // acknowledges them, several frames per Append when they queued up.
+//
+// Every frame is read within the server-wide receive budget, as the
+// other streams' requests are (docs/server.md, "Memory"): the receiver
+// takes the most a message can be before each Recv, keeps the frame's
+// size once it arrived, and the frame holds it until it is appended and
+// acknowledged (or refused, or left behind when the call ends).
 type arrowCall struct {
 	s         *Server
 	st        flight.FlightService_DoPutServer
@@ -22,6 +30,8 @@ type arrowCall struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	frames    chan arrowFrame
+	recvDone  chan struct{} // closed when receive returns
+	yielded   atomic.Bool   // the budget asked the call to end (yield)
 
 	id   string
 	dec  *frameDecoder
@@ -29,10 +39,12 @@ type arrowCall struct {
 	rows int64 // rows stored on this call
 }
 
-// arrowFrame is one Recv's result.
+// arrowFrame is one Recv's result, with the bytes of the receive budget
+// it holds.
 type arrowFrame struct {
-	fd  *flight.FlightData
-	err error
+	fd    *flight.FlightData
+	err   error
+	taken int64
 }
 
 // receive reads frames until the call ends; a Recv error is the last
@@ -40,14 +52,64 @@ type arrowFrame struct {
 // pending Recv with the call).
 func (c *arrowCall) receive() {
 	defer c.s.wg.Done()
+	defer close(c.recvDone)
 	for {
+		h, ok := c.s.budget.acquireRead(c.ctx, c.principal.Name, int64(c.s.readLimit), c.yield)
+		if !ok {
+			return // the call ended while the budget was spent
+		}
 		fd, err := c.st.Recv()
+		c.s.budget.doneReading(h)
+		taken := h.n
+		if keep := int64(0); err == nil {
+			keep = min(taken, int64(proto.Size(fd)))
+			c.release(taken - keep)
+			taken = keep
+		} else {
+			c.release(taken)
+			taken = 0
+		}
 		select {
-		case c.frames <- arrowFrame{fd, err}:
+		case c.frames <- arrowFrame{fd, err, taken}:
 		case <-c.ctx.Done():
+			c.release(taken)
 			return
 		}
 		if err != nil {
+			return
+		}
+	}
+}
+
+// release gives back n bytes of the receive budget.
+func (c *arrowCall) release(n int64) { c.s.budget.release(c.principal.Name, n) }
+
+// yield is how the budget asks the call to end because others wait for
+// what its idle receiver holds: the call ends with UNAVAILABLE, which a
+// client retries (it replays what was not acknowledged).
+func (c *arrowCall) yield() {
+	c.yielded.Store(true)
+	c.cancel()
+}
+
+// ended is the status of a call whose context ended: the budget's
+// request to yield, or the client's end.
+func (c *arrowCall) ended() error {
+	if c.yielded.Load() {
+		return status.Error(codes.Unavailable, "server busy: the call yielded its receive budget to others waiting; reconnect")
+	}
+	return status.FromContextError(c.ctx.Err()).Err()
+}
+
+// drain gives back the budget of the frames still queued once receive has
+// returned (nothing is queued after that).
+func (c *arrowCall) drain() {
+	<-c.recvDone
+	for {
+		select {
+		case f := <-c.frames:
+			c.release(f.taken)
+		default:
 			return
 		}
 	}
@@ -70,16 +132,19 @@ func (c *arrowCall) run() error {
 		return err
 	}
 	for {
-		batches, rows, end, err := c.collect()
+		batches, rows, held, end, err := c.collect()
 		if len(batches) > 0 {
 			if aerr := c.s.store.Append(c.ctx, c.id, batches); aerr != nil {
+				c.release(held)
 				return storeStatus(aerr)
 			}
 			c.rows += rows
 			if serr := c.st.Send(&flight.PutResult{AppMetadata: arrowAck(c.next-1, c.rows)}); serr != nil {
+				c.release(held)
 				return serr
 			}
 		}
+		c.release(held)
 		if err != nil || end {
 			return err
 		}
@@ -87,32 +152,34 @@ func (c *arrowCall) run() error {
 }
 
 // collect waits for a frame, then takes those already queued behind it,
-// and returns the valid ones as batches with their rows. end is a clean
-// half-close; err is why the call ends (a refused frame, a broken call,
-// a shutdown).
-func (c *arrowCall) collect() (batches []Batch, rows int64, end bool, err error) {
+// and returns the valid ones as batches with their rows, and the budget
+// the frames taken hold (give it back once they are stored). end is a
+// clean half-close; err is why the call ends (a refused frame, a broken
+// call, a shutdown).
+func (c *arrowCall) collect() (batches []Batch, rows, held int64, end bool, err error) {
 	var f arrowFrame
 	select {
 	case f = <-c.frames:
 	case <-c.s.draining:
-		return nil, 0, false, status.Error(codes.Unavailable, "server shutting down")
+		return nil, 0, 0, false, status.Error(codes.Unavailable, "server shutting down")
 	case <-c.ctx.Done():
-		return nil, 0, false, status.FromContextError(c.ctx.Err()).Err()
+		return nil, 0, 0, false, c.ended()
 	}
 	for {
+		held += f.taken
 		if f.err != nil {
 			err := recvStatus(f.err)
-			return batches, rows, err == nil, err
+			return batches, rows, held, err == nil, err
 		}
 		b, n, err := c.frame(f.fd)
 		if err != nil {
-			return batches, rows, false, err
+			return batches, rows, held, false, err
 		}
 		batches, rows = append(batches, b), rows+n
 		select {
 		case f = <-c.frames:
 		default:
-			return batches, rows, false, nil
+			return batches, rows, held, false, nil
 		}
 	}
 }
