@@ -62,7 +62,7 @@ func defaultOptions() options {
 		closeTimeout:  DefaultCloseTimeout,
 		maxGrace:      DefaultMaxGrace,
 		retries:       DefaultRetries,
-		backoff:       zbstream.Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Multiplier: 2},
+		backoff:       core.DefaultConfig(core.Ephemeral, core.RecordJSON).Backoff, // the other streams'
 		maxFrameBytes: MaxFrameBytes,
 	}
 }
@@ -146,7 +146,8 @@ func WithRetries(n int) Option {
 
 // WithBackoff sets the delay before each reconnect attempt: drawn
 // uniformly from [0, min(Max, Initial × Multiplier^(n−1))] for attempt n
-// of an episode. Zero fields keep their defaults (100ms, 10s, 2).
+// of an episode. Zero fields keep their defaults, the other streams' (500ms,
+// 30s, 2).
 func WithBackoff(b zbstream.Backoff) Option {
 	return func(o *options) error {
 		if b.Initial < 0 || b.Max < 0 || (b.Multiplier != 0 && b.Multiplier < 1) {

@@ -80,7 +80,7 @@ func (s *Stream) run() {
 			return
 		}
 		attempts++
-		t := time.NewTimer(s.backoff(rng, attempts))
+		t := time.NewTimer(s.opts.backoff.Delay(attempts, rng))
 		select {
 		case <-t.C:
 		case <-s.ctx.Done():
@@ -88,21 +88,6 @@ func (s *Stream) run() {
 			return
 		}
 	}
-}
-
-// backoff returns the delay before reconnect attempt n (from 1): full
-// jitter under an exponential ceiling, saturating at Max.
-func (s *Stream) backoff(rng *rand.Rand, n int) time.Duration {
-	b := s.opts.backoff
-	ceiling := float64(b.Initial)
-	for i := 1; i < n && ceiling < float64(b.Max); i++ {
-		ceiling *= b.Multiplier
-	}
-	ceiling = min(ceiling, float64(b.Max))
-	if ceiling <= 0 {
-		return 0
-	}
-	return time.Duration(rng.Int64N(int64(ceiling) + 1))
 }
 
 // isProtocol reports whether err is a server's protocol violation, which

@@ -21,3 +21,7 @@ func (b Backoff) delay(n int, rng *rand.Rand) time.Duration {
 	}
 	return time.Duration(rng.Uint64N(uint64(c) + 1))
 }
+
+// Delay is delay for stream kinds driven outside core (the Arrow Flight
+// streams of module arrowstream), so that every stream backs off alike.
+func (b Backoff) Delay(n int, rng *rand.Rand) time.Duration { return b.delay(n, rng) }
