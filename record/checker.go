@@ -59,6 +59,10 @@ func NewChecker(typ ingestpb.RecordType, descriptor []byte) (*Checker, error) {
 // Type returns the record type of the checker's stream.
 func (c *Checker) Type() ingestpb.RecordType { return c.typ }
 
+// Message returns the message type the records of a PROTO stream decode
+// with (nil for JSON), for checks built on it (TableChecker.ProtoFit).
+func (c *Checker) Message() protoreflect.MessageDescriptor { return c.msg }
+
 // Check returns nil if the stream accepts rec, and otherwise why not: for
 // JSON, ErrNotObject, ErrInvalidUTF8 or ErrInvalidJSON (see CheckJSON);
 // for PROTO, the decoding error or the field that does not match the

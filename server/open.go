@@ -53,7 +53,7 @@ func (c *conn) openCreate(m *clientMsg) error {
 	}
 	// A table's definition is checked after authorization: a refusal
 	// names its columns.
-	if schema, err = withTable(schema, s.opts.Tables.lookup(table), cr.GetDescriptorProto()); err != nil {
+	if schema, err = withTable(schema, s.opts.Tables.lookup(table)); err != nil {
 		return invalid("create_stream: %v", err)
 	}
 	c.table, c.schema = table, schema
@@ -162,7 +162,7 @@ func (c *conn) openResume(r *ingestpb.ResumeIngestStreamRequest) error {
 	}
 	// The table's definition may have changed since the create (a server
 	// restarted with other -tables): the stream goes on only if it fits.
-	if schema, err = withTable(schema, s.opts.Tables.lookup(meta.Table), meta.Descriptor); err != nil {
+	if schema, err = withTable(schema, s.opts.Tables.lookup(meta.Table)); err != nil {
 		return invalid("resume_stream: %v", err)
 	}
 	c.id, c.schema = id, schema

@@ -13,24 +13,18 @@ import (
 )
 
 // tableChecker checks the records of a stream of a table with a
-// definition: base is the stream's own checker (a record decodes under
-// its descriptor or schema, a JSON record is an object), then check, when
-// set, the table's rules for one record.
+// definition: check decodes a record as the stream's own checker would
+// and checks it against the columns.
 type tableChecker struct {
-	base  recordChecker
+	typ   ingestpb.RecordType
 	check func(rec []byte) error
 }
 
 // Type implements recordChecker.
-func (c tableChecker) Type() ingestpb.RecordType { return c.base.Type() }
+func (c tableChecker) Type() ingestpb.RecordType { return c.typ }
 
 // CheckCall implements recordChecker.
-func (c tableChecker) CheckCall(recs [][]byte) error {
-	if err := c.base.CheckCall(recs); err != nil || c.check == nil {
-		return err
-	}
-	return checkEach(c.Type(), recs, c.check)
-}
+func (c tableChecker) CheckCall(recs [][]byte) error { return checkEach(c.typ, recs, c.check) }
 
 // checkEach checks every record of one ingest call with check and returns
 // the first refusal, naming the record type and, in a batch, the record's
@@ -55,7 +49,7 @@ func checkEach(typ ingestpb.RecordType, recs [][]byte, check func([]byte) error)
 // datums then do. The error says why a stream does not fit, for the open's
 // INVALID_ARGUMENT. A nil def (a table without a definition) leaves base
 // as it is.
-func withTable(base recordChecker, def *tableDef, descriptor []byte) (recordChecker, error) {
+func withTable(base recordChecker, def *tableDef) (recordChecker, error) {
 	if def == nil {
 		return base, nil
 	}
@@ -65,31 +59,17 @@ func withTable(base recordChecker, def *tableDef, descriptor []byte) (recordChec
 			return nil, fmt.Errorf("the Avro schema does not fit table %s: %w", def.name, err)
 		}
 		return base, nil
-	}
-	switch base.Type() {
-	case ingestpb.RecordType_JSON:
-		return tableChecker{base: base, check: def.check.CheckJSON}, nil
-	case ingestpb.RecordType_PROTO:
-		md, err := record.MessageDescriptor(descriptor)
-		if err != nil {
-			return nil, err // the base checker was built from it: not reached
+	case *record.Checker:
+		if c.Type() == ingestpb.RecordType_JSON {
+			// CheckJSON checks the grammar (record.CheckJSON) first.
+			return tableChecker{typ: c.Type(), check: def.check.CheckJSON}, nil
 		}
-		fit, err := def.check.ProtoFit(md)
+		fit, err := def.check.ProtoFit(c.Message())
 		if err != nil {
 			return nil, fmt.Errorf("the descriptor does not fit table %s: %w", def.name, err)
 		}
 		// fit.Check decodes the record as the base checker does.
-		return tableChecker{base: typeOnly(base.Type()), check: fit.Check}, nil
+		return tableChecker{typ: c.Type(), check: fit.Check}, nil
 	}
 	return base, nil
 }
-
-// typeOnly is a recordChecker that checks nothing: the base of a
-// tableChecker whose check does it all.
-type typeOnly ingestpb.RecordType
-
-// Type implements recordChecker.
-func (t typeOnly) Type() ingestpb.RecordType { return ingestpb.RecordType(t) }
-
-// CheckCall implements recordChecker.
-func (typeOnly) CheckCall([][]byte) error { return nil }
