@@ -100,7 +100,7 @@ func (c *avroChecker) Type() ingestpb.RecordType { return ingestpb.RecordType_AV
 // under the writer schema, with no byte left over. The error names the
 // record type and, in a batch, the datum's index, as record.Checker's do.
 func (c *avroChecker) CheckCall(recs [][]byte) error {
-	return checkEach(c.Type(), recs, c.check)
+	return record.CheckEach(c.Type(), recs, c.check)
 }
 
 // sameAvroSchema reports whether two writer schemas are the same: equal

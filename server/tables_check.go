@@ -24,22 +24,7 @@ type tableChecker struct {
 func (c tableChecker) Type() ingestpb.RecordType { return c.typ }
 
 // CheckCall implements recordChecker.
-func (c tableChecker) CheckCall(recs [][]byte) error { return checkEach(c.typ, recs, c.check) }
-
-// checkEach checks every record of one ingest call with check and returns
-// the first refusal, naming the record type and, in a batch, the record's
-// index, as record.Checker.CheckCall does.
-func checkEach(typ ingestpb.RecordType, recs [][]byte, check func([]byte) error) error {
-	for i, r := range recs {
-		if err := check(r); err != nil {
-			if len(recs) == 1 {
-				return fmt.Errorf("invalid %s record: %w", typ, err)
-			}
-			return fmt.Errorf("invalid %s record %d of the batch: %w", typ, i, err)
-		}
-	}
-	return nil
-}
+func (c tableChecker) CheckCall(recs [][]byte) error { return record.CheckEach(c.typ, recs, c.check) }
 
 // withTable returns the checker of a stream of table def whose own checker
 // is base: a JSON record must fit the columns (unknown field, wrong type,
