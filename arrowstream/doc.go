@@ -18,17 +18,17 @@
 // encoded bytes until every row is durable. The bytes and batches held
 // are bounded (WithMaxInflight); IngestBatch waits for room.
 //
-// The protocol's rules are kept by a pure machine, internal/flightfsm,
-// like package core for the other streams; this package drives it with
-// the network.
+// The stream itself lives in the root module's internal/arrowflight, so
+// that the zbstream command and the drop-in's Arrow API (package zerobus,
+// built with the arrow tag) share it without the root module depending on
+// this one; this package is its public face. The protocol's rules are
+// kept by a pure machine there (internal/arrowflight/flightfsm), like
+// package core for the other streams, and the stream drives it with the
+// network.
 //
 // # Files
 //
-//	stream.go   Stream, New, IngestBatch, IngestIPC, Wait, Flush, Unacked
-//	close.go    Close
+//	stream.go   Stream, New, IngestBatch, IngestIPC, Wait, Flush, Close, Unacked
 //	options.go  Option and the With* options, Compression, defaults
-//	encode.go   batches to frames of at most MaxFrameBytes, and back
-//	run.go      the connection loop: recovery, budget, backoff
-//	conn.go     one DoPut call: open, ready signal, sending, acks, rotation
-//	observe.go  the stream's events to a zbstream.Observer
+//	errors.go   MaxFrameBytes, ErrSchemaMismatch, ProtocolError and its rules
 package arrowstream

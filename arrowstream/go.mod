@@ -8,7 +8,6 @@ require (
 	go.uber.org/goleak v1.3.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
-	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -18,7 +18,6 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/arrowstream"
-	"github.com/zbstream/zbstream/arrowstream/internal/flightfsm"
 )
 
 func testCtx(t *testing.T) context.Context {
@@ -265,19 +264,19 @@ func TestMalformedAckFailsTheStream(t *testing.T) {
 	cases := []struct {
 		name string
 		raw  string
-		rule flightfsm.Rule
+		rule arrowstream.Rule
 	}{
-		{"beyond sent", `{"ack_up_to_offset":7,"ack_up_to_records":10}`, flightfsm.AckAboveSent},
-		{"bad json", `{"ack_up_to_offset":0,`, flightfsm.MalformedAck},
-		{"mistyped", `{"ack_up_to_offset":"0","ack_up_to_records":1}`, flightfsm.MalformedAck},
-		{"rows not the frames'", `{"ack_up_to_offset":0,"ack_up_to_records":1}`, flightfsm.RowsMismatch},
-		{"second ready", `{"ack_up_to_offset":-1,"ack_up_to_records":0}`, flightfsm.SecondReady},
+		{"beyond sent", `{"ack_up_to_offset":7,"ack_up_to_records":10}`, arrowstream.AckAboveSent},
+		{"bad json", `{"ack_up_to_offset":0,`, arrowstream.MalformedAck},
+		{"mistyped", `{"ack_up_to_offset":"0","ack_up_to_records":1}`, arrowstream.MalformedAck},
+		{"rows not the frames'", `{"ack_up_to_offset":0,"ack_up_to_records":1}`, arrowstream.RowsMismatch},
+		{"second ready", `{"ack_up_to_offset":-1,"ack_up_to_records":0}`, arrowstream.SecondReady},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, s, err := flushAgainst(t, func(conn, frame int) act { return act{raw: c.raw} }, 3)
 			ctx := testCtx(t)
-			var pe *flightfsm.ProtocolError
+			var pe *arrowstream.ProtocolError
 			if !errors.Is(err, zbstream.ErrProtocol) || !errors.Is(err, zbstream.ErrStreamFailed) || !errors.As(err, &pe) || pe.Rule != c.rule {
 				t.Fatalf("Flush = %v; want the stream failed with %q", err, c.rule)
 			}
@@ -299,8 +298,8 @@ func TestMalformedAckFailsTheStream(t *testing.T) {
 func TestReadyWithCloseIsRefused(t *testing.T) {
 	f := startServer(t, &fakeServer{ready: `{"ack_up_to_offset":-1,"ack_up_to_records":0,"close_stream_duration_ms":10}`})
 	_, err := arrowstream.New(testCtx(t), client(t, f), "main.default.t", testSchema)
-	var pe *flightfsm.ProtocolError
-	if !errors.As(err, &pe) || pe.Rule != flightfsm.AckBeforeReady {
+	var pe *arrowstream.ProtocolError
+	if !errors.As(err, &pe) || pe.Rule != arrowstream.AckBeforeReady {
 		t.Fatalf("New = %v; want AckBeforeReady", err)
 	}
 }

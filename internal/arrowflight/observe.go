@@ -1,4 +1,4 @@
-package arrowstream
+package arrowflight
 
 import (
 	"github.com/zbstream/zbstream"

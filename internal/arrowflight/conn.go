@@ -1,4 +1,4 @@
-package arrowstream
+package arrowflight
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/zbstream/zbstream/arrowstream/internal/flightfsm"
+	"github.com/zbstream/zbstream/internal/arrowflight/flightfsm"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
 )
