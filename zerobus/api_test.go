@@ -19,8 +19,8 @@ import (
 // the defaults. The test compares this package with it, so that a program
 // written for the official SDK compiles and behaves the same after the
 // import line changes. A comment names the release that added what came
-// after v1.0.0. Not here, and listed in the package doc as not provided:
-// the Arrow Flight API.
+// after v1.0.0. The Avro and Arrow APIs, behind build tags here, add their
+// entries in avro_test.go and arrow_test.go.
 
 var officialFuncs = map[string]any{
 	"func(string, string) (*zerobus.ZerobusSdk, error)": zerobus.NewZerobusSdk,
@@ -141,6 +141,12 @@ var officialNames = []string{
 	// record type is in its default build, the rest behind the avro build
 	// tag (its calls are tested in avro_test.go, built with -tags avro)
 	"RecordTypeAvro", "AvroRecord", "AvroTableProperties", "Union",
+	// the Arrow Flight API (Beta in the official SDK, in its default
+	// build; here behind the arrow build tag, tested in arrow_test.go with
+	// -tags arrow)
+	"ArrowStreamConfigurationOptions", "DefaultArrowStreamConfigurationOptions", "ZerobusArrowStream",
+	"IPCCompressionType", "IPCCompressionDefault", "IPCCompressionNone", "IPCCompressionLZ4Frame", "IPCCompressionZstd",
+	"RecoverySetting", "RecoveryEnabled", "RecoveryDisabled",
 }
 
 func TestOfficialFunctions(t *testing.T) {

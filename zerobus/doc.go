@@ -8,8 +8,9 @@
 // toolchain (CGO_ENABLED=0, any GOOS/GOARCH Go supports) and runs as
 // before. It matches the official Go SDK v1.7.0, the newest release in its
 // go/CHANGELOG.md (v1.1.1 to v1.7.0 added the Nowait calls, the SDK
-// options, a connection per stream by default and the Unity Catalog schema
-// helpers, besides the Arrow Flight API this package does not provide):
+// options, a connection per stream by default, the Unity Catalog schema
+// helpers and the Arrow Flight API, which this package has behind the
+// arrow build tag):
 // the same names, signatures, field names, defaults, payload types and
 // error retryability.
 //
@@ -80,13 +81,27 @@
 //
 // # Where it differs, and why
 //
-//   - Not provided, as it belongs to other work: the Arrow Flight API
-//     (CreateArrowStream, CreateArrowStreamWithHeadersProvider,
+//   - The Arrow Flight API (Beta in the official SDK, in its default
+//     build) is here behind the arrow build tag: build with -tags arrow to
+//     use CreateArrowStream, CreateArrowStreamWithHeadersProvider,
 //     ZerobusArrowStream, ArrowStreamConfigurationOptions,
 //     DefaultArrowStreamConfigurationOptions, IPCCompressionType and its
-//     IPCCompression constants, RecoverySetting, RecoveryEnabled,
-//     RecoveryDisabled). A program that uses it does not build against
-//     this package.
+//     constants, RecoverySetting, RecoveryEnabled and RecoveryDisabled,
+//     with the official signatures, fields and defaults. Without the tag a
+//     program that uses them does not build: the tag keeps Arrow (the
+//     apache/arrow-go module) out of every other build of this package.
+//     The stream underneath is zbstream's Flight client, the one of module
+//     arrowstream (docs/protocol.md §12): a batch is split by rows into
+//     frames of at most 2 MiB at ingest, and after a reconnect only the
+//     rows not acknowledged are sent again. As with the other streams, the
+//     backoff is drawn at random up to RecoveryBackoffMs, the bytes in
+//     flight are bounded too (256 MiB), GetUnackedBatches works after
+//     Close (the official SDK refuses it there), and nothing is freed by a
+//     finalizer. RecoveryTimeoutMs bounds each connection attempt, and
+//     ConnectionTimeoutMs the creation as a whole. A batch of another
+//     schema than the stream's, or bytes that are not one IPC stream of one
+//     batch, are refused at IngestBatch, not retryable, and the stream goes
+//     on.
 //   - Unity Catalog schemas, where the official SDK returns a descriptor
 //     that protobuf (protoc, protobuf-go) refuses: a MAP that is a
 //     struct's field has its entry message named as protobuf requires
@@ -195,6 +210,8 @@
 //	ack.go           RecordAck, the deprecated handle
 //	errors.go        ZerobusError and the official retryability
 //	avro.go          the Beta Avro API (built with the avro tag)
+//	arrow_options.go the Arrow API's options and constants (the arrow tag)
+//	arrow_stream.go  CreateArrowStream*, ZerobusArrowStream (the arrow tag)
 //	uc_schema.go     UcColumn, UcTableSchema, SchemaError
 //	uc_descriptor.go DescriptorFromUc*, MessageDescriptorFromUc*
 //	uc_names.go      the official rule for column and field names

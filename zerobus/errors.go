@@ -103,7 +103,7 @@ func retryable(err error) bool {
 	switch {
 	case errors.As(err, &ce):
 		return ce.Code.Retryable()
-	case errors.As(err, &pe):
+	case errors.As(err, &pe), errors.Is(err, zbstream.ErrProtocol): // the second: an Arrow stream's
 		return true
 	case errors.Is(err, zbstream.ErrOpenTimeout), errors.Is(err, zbstream.ErrAckTimeout),
 		errors.Is(err, zbstream.ErrFlushTimeout), errors.Is(err, zbstream.ErrCloseTimeout),

@@ -15,7 +15,8 @@ import (
 // "C": it builds with CGO_ENABLED=0), so that it stays a thin layer over
 // the client. Built with the avro tag, the official SDK's Beta Avro API
 // (avro.go) imports github.com/hamba/avro/v2 as the official SDK's does;
-// nothing else does.
+// built with the arrow tag, its Arrow API (arrow_*.go) imports arrow-go and
+// zbstream's Flight client (internal/arrowflight); nothing else does.
 func TestImports(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -30,10 +31,11 @@ func TestImports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		avroTagged := false // the official SDK's Beta Avro API: the avro build tag
+		avroTagged, arrowTagged := false, false // the official SDK's Avro and Arrow APIs: build tags
 		for _, c := range f.Comments {
-			if c.Pos() < f.Package && strings.TrimSpace(c.Text()) == "" && strings.Contains(c.List[0].Text, "//go:build avro") {
-				avroTagged = true
+			if c.Pos() < f.Package && strings.TrimSpace(c.Text()) == "" {
+				avroTagged = avroTagged || strings.Contains(c.List[0].Text, "//go:build avro")
+				arrowTagged = arrowTagged || strings.Contains(c.List[0].Text, "//go:build arrow")
 			}
 		}
 		for _, imp := range f.Imports {
@@ -43,7 +45,8 @@ func TestImports(t *testing.T) {
 				path == "github.com/zbstream/zbstream" || path == "github.com/zbstream/zbstream/record" ||
 				strings.HasPrefix(path, "google.golang.org/protobuf/") ||
 				strings.HasPrefix(path, "google.golang.org/grpc") ||
-				avroTagged && path == "github.com/hamba/avro/v2"
+				avroTagged && path == "github.com/hamba/avro/v2" ||
+				arrowTagged && (strings.HasPrefix(path, "github.com/apache/arrow-go/v18/") || path == "github.com/zbstream/zbstream/internal/arrowflight")
 			if !ok {
 				t.Errorf("%s imports %s", name, path)
 			}

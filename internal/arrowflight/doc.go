@@ -27,7 +27,7 @@
 //
 // # Files
 //
-//	stream.go   Stream, New, IngestBatch, IngestIPC, Wait, Flush, Unacked
+//	stream.go   Stream, New, IngestBatch, IngestIPC, Wait, Flush, Unacked, Err
 //	close.go    Close
 //	options.go  Option and the With* options, Compression, defaults
 //	encode.go   batches to frames of at most MaxFrameBytes, and back

@@ -278,3 +278,13 @@ func (e *encoded) frameAt(row int64) int {
 	}
 	return -1
 }
+
+// Err returns the stream's failure: nil while it runs and after a Close
+// that delivered everything, the error that ended it otherwise (a
+// connection failure past the retry budget, a protocol violation, a close
+// timeout).
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.Err()
+}
