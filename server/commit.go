@@ -128,6 +128,9 @@ func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
 		if !ok {
 			return false, nil
 		}
+		if err := c.s.hold(c.ctx, f, c.fencedErr); err != nil {
+			return true, err
+		}
 		switch f.Kind {
 		case FaultCommitThenDrop:
 			if err := flush(false); err != nil {

@@ -53,6 +53,10 @@
 //	flight.go         the Flight service: authenticate, authorize, admit
 //	flight_call.go    a DoPut call: frames received, checked, appended
 //	                  several per Append, acknowledged cumulatively
+//	flight_fault.go   its commits and acks, and the faults injected on
+//	                  them (a data frame is a fault's point)
+//	flight_counts.go  ArrowCounts: frames and rows received, stored and
+//	                  acknowledged per call, kept for the last calls
 //	flight_open.go    the schema frame, the stream created with its schema
 //	flight_meta.go    the app_metadata JSON: offset_id read, acks written
 //	flight_ipc.go     record batches decoded under the stream's schema,
