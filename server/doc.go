@@ -46,7 +46,9 @@
 //	store_bolt_streams.go its operations on streams, checked as they write
 //	store_bolt_codec.go   how batches are laid out
 //	store_bolt_rss_*.go   dropping the mapping of pages written (Linux)
-//	fault.go     fault injection, in the vocabulary of internal/faults
+//	fault.go     fault injection, in the vocabulary of internal/faults;
+//	             fault_point.go what a committer holds between the points
+//	             where faults act, and the kinds both kinds of call take
 //
 // Arrow Flight (DoPut, the official SDKs' columnar ingestion):
 //

@@ -24,30 +24,12 @@ func (c *arrowCall) takeFault(kinds ...FaultKind) (Fault, bool) {
 // due at each frame; with atOpen (no frames) it acts on those due right
 // after the ready signal (After = 0). done says the call ends, with err.
 func (c *arrowCall) commit(frames []arrowBatch, atOpen bool) (done bool, err error) {
-	var pending []arrowBatch
-	needAck := false
-	flush := func(ack bool) error {
-		if len(pending) > 0 {
-			if err := c.store(pending); err != nil {
-				return err
-			}
-			pending, needAck = nil, true
-		}
-		if ack && needAck {
-			needAck = false
-			return c.ack()
-		}
-		return nil
-	}
-	// cut takes the frame just processed out of pending: it was never
-	// seen as far as the store knows.
-	cut := func() (arrowBatch, bool) {
-		if len(pending) == 0 {
-			return arrowBatch{}, false
-		}
-		last := pending[len(pending)-1]
-		pending = pending[:len(pending)-1]
-		return last, true
+	p := pending[arrowBatch]{store: c.store, ack: c.ack}
+	// cut takes the frame just processed out of what is pending.
+	cut := func() arrowBatch {
+		last := p.items[len(p.items)-1]
+		p.items = p.items[:len(p.items)-1]
+		return last
 	}
 	point := func() (bool, error) {
 		kinds := []FaultKind{FaultDrop, FaultCommitThenDrop, FaultCloseSignal}
@@ -63,37 +45,24 @@ func (c *arrowCall) commit(frames []arrowBatch, atOpen bool) (done bool, err err
 			return true, err
 		}
 		switch f.Kind {
-		case FaultDrop:
-			if err := flush(true); err != nil {
-				return true, err
-			}
-			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped")
 		case FaultDiscardThenDrop:
 			cut()
-			if err := flush(true); err != nil {
+			if err := p.flush(true); err != nil {
 				return true, err
 			}
 			return true, faultStatus(f, codes.Unavailable, "injected fault: frame discarded, connection dropped")
-		case FaultCommitThenDrop:
-			if err := flush(false); err != nil {
-				return true, err
-			}
-			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped after commit, before ack")
 		case FaultPartialAck:
-			last, _ := cut()
-			if err := flush(true); err != nil {
+			last := cut()
+			if err := p.flush(true); err != nil {
 				return true, err
 			}
-			pending = append(pending, last)
-			if err := flush(false); err != nil {
+			p.items = append(p.items, last)
+			if err := p.flush(false); err != nil {
 				return true, err
 			}
 			return true, faultStatus(f, codes.Unavailable, "injected fault: frame stored without ack, connection dropped")
-		default: // FaultCloseSignal
-			if err := flush(true); err != nil {
-				return true, err
-			}
-			return false, c.startClose(f.Delay)
+		default:
+			return p.act(f, c.startClose)
 		}
 	}
 	if atOpen {
@@ -101,12 +70,12 @@ func (c *arrowCall) commit(frames []arrowBatch, atOpen bool) (done bool, err err
 	}
 	for _, b := range frames {
 		c.seq = int(b.batch.Offset) + 1
-		pending = append(pending, b)
+		p.items = append(p.items, b)
 		if done, err := point(); done || err != nil {
 			return true, err
 		}
 	}
-	return false, flush(true)
+	return false, p.flush(true)
 }
 
 // store appends frames, one batch each, and counts them stored.
@@ -131,14 +100,8 @@ func (c *arrowCall) store(frames []arrowBatch) error {
 
 // ack sends the cumulative ack of what is stored, through the ack faults.
 func (c *arrowCall) ack() error {
-	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return c.ended()
-		}
+	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 && !delayAck(c.ctx, f) {
+		return c.ended()
 	}
 	if _, ok := c.takeFault(FaultLoseAcks); ok {
 		return nil
