@@ -144,7 +144,7 @@ func (c *arrowCall) run() error {
 	if err := c.st.Send(&flight.PutResult{AppMetadata: arrowAck(-1, 0)}); err != nil {
 		return err
 	}
-	if done, err := c.commit(nil, true); done {
+	if done, err := c.commit(nil, true); done || err != nil {
 		return err
 	}
 	for {
@@ -152,7 +152,7 @@ func (c *arrowCall) run() error {
 		done, cerr := c.commit(frames, false)
 		c.release(held)
 		switch {
-		case done:
+		case done || cerr != nil:
 			return cerr
 		case err != nil || end:
 			return err

@@ -22,7 +22,8 @@ func (c *arrowCall) takeFault(kinds ...FaultKind) (Fault, bool) {
 
 // commit stores and acknowledges frames in order, acting on the faults
 // due at each frame; with atOpen (no frames) it acts on those due right
-// after the ready signal (After = 0). done says the call ends, with err.
+// after the ready signal (After = 0). done says a fault ends the call,
+// with err; an err alone is a failed store or send, which ends it too.
 func (c *arrowCall) commit(frames []arrowBatch, atOpen bool) (done bool, err error) {
 	p := pending[arrowBatch]{store: c.store, ack: c.ack}
 	// cut takes the frame just processed out of what is pending.

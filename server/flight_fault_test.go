@@ -5,14 +5,17 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zbstream/zbstream/server"
 	"github.com/zbstream/zbstream/server/servertest"
@@ -261,5 +264,41 @@ func TestArrowCountsKept(t *testing.T) {
 	}
 	if _, ok := ts.ArrowCounts("as-nothing"); ok {
 		t.Error("counts for an unknown stream")
+	}
+}
+
+// failingStore fails every Append once fail is set.
+type failingStore struct {
+	server.Store
+	fail atomic.Bool
+}
+
+func (s *failingStore) Append(ctx context.Context, id string, batches []server.Batch) error {
+	if s.fail.Load() {
+		return errors.New("disk full")
+	}
+	return s.Store.Append(ctx, id, batches)
+}
+
+// TestArrowStoreFailureEndsTheCall: a frame the store cannot append is
+// not acknowledged, and the call ends with INTERNAL at once (a client
+// that sends more meets the end).
+func TestArrowStoreFailureEndsTheCall(t *testing.T) {
+	fs := &failingStore{Store: server.NewMemoryStore()}
+	defer fs.Close()
+	ts := startServer(t, servertest.WithStore(fs))
+	ctx := arrowCtx(t, ts)
+	st := openArrow(t, ts, ctx, allTypes)
+	frames := faultFrames(t)
+	if err := st.Send(frames[0]); err != nil {
+		t.Fatal(err)
+	}
+	expectAck(t, st, ack(0))
+	fs.fail.Store(true)
+	if err := st.Send(frames[1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("after a failed append: %v, want INTERNAL naming the store's error", err)
 	}
 }
