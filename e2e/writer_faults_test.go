@@ -135,12 +135,17 @@ func TestWriterFailedTable(t *testing.T) {
 			failed[table] = append(failed[table], off)
 			mu.Unlock()
 		}})
-	h := e.ts.Inject(server.Match{Table: bad}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument, Message: "refused"})
+	// The Drop waits at the 2nd request until the 5 records are queued:
+	// without the hold, the failure could reach the client before its 3rd
+	// call, whenever this goroutine is descheduled long enough.
+	hold := make(chan struct{})
+	h := e.ts.Inject(server.Match{Table: bad}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument, Message: "refused", Hold: hold})
 	for n := range 5 {
 		if _, err := w.IngestRecord(ctx(t), bad, wRec(0, n)); err != nil {
 			t.Fatalf("record %d: %v", n, err)
 		}
 	}
+	close(hold)
 	waitFired(t, h)
 	err := w.Flush(ctx(t))
 	var te *writer.TableError

@@ -108,43 +108,16 @@ func (c *conn) startClose(d time.Duration) error {
 // each request. With atOpen it only acts on the faults due right after the
 // open (After = 0).
 func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
-	var pending []Batch
-	needAck := false
-	flush := func(ack bool) error {
-		if len(pending) > 0 {
-			if err := c.commit(pending); err != nil {
-				return err
-			}
-			pending, needAck = nil, true
-		}
-		if ack && needAck {
-			needAck = false
-			return c.ack()
-		}
-		return nil
-	}
+	p := pending[Batch]{store: c.commit, ack: c.ack}
 	point := func() (bool, error) {
 		f, ok := c.takeFault(FaultCommitThenDrop, FaultDrop, FaultCloseSignal)
 		if !ok {
 			return false, nil
 		}
-		switch f.Kind {
-		case FaultCommitThenDrop:
-			if err := flush(false); err != nil {
-				return true, err
-			}
-			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped after commit, before ack")
-		case FaultDrop:
-			if err := flush(true); err != nil {
-				return true, err
-			}
-			return true, faultStatus(f, codes.Unavailable, "injected fault: connection dropped")
-		default: // FaultCloseSignal
-			if err := flush(true); err != nil {
-				return true, err
-			}
-			return false, c.startClose(f.Delay)
+		if err := c.s.hold(c.ctx, f, c.fencedErr); err != nil {
+			return true, err
 		}
+		return p.act(f, c.startClose)
 	}
 	if atOpen {
 		done, err := point()
@@ -152,7 +125,7 @@ func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
 	}
 	for _, it := range items {
 		if it.end {
-			if err := flush(true); err != nil {
+			if err := p.flush(true); err != nil {
 				return true, err
 			}
 			return true, it.err
@@ -161,25 +134,25 @@ func (c *conn) process(items []item, atOpen bool) (done bool, err error) {
 		if it.dup {
 			if c.strictDuplicates() {
 				// Compare with what is stored: commit what precedes first.
-				if err := flush(false); err != nil {
+				if err := p.flush(false); err != nil {
 					return true, err
 				}
 				if err := c.sameAsStored(it.batch); err != nil {
-					if err2 := flush(true); err2 != nil {
+					if err2 := p.flush(true); err2 != nil {
 						return true, err2
 					}
 					return true, err
 				}
 			}
-			needAck = true
+			p.needAck = true
 		} else {
-			pending = append(pending, it.batch)
+			p.items = append(p.items, it.batch)
 		}
 		if done, err := point(); done || err != nil {
 			return true, err
 		}
 	}
-	if err := flush(true); err != nil {
+	if err := p.flush(true); err != nil {
 		return true, err
 	}
 	return false, nil

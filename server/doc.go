@@ -46,13 +46,19 @@
 //	store_bolt_streams.go its operations on streams, checked as they write
 //	store_bolt_codec.go   how batches are laid out
 //	store_bolt_rss_*.go   dropping the mapping of pages written (Linux)
-//	fault.go     fault injection, in the vocabulary of internal/faults
+//	fault.go     fault injection, in the vocabulary of internal/faults;
+//	             fault_point.go what a committer holds between the points
+//	             where faults act, and the kinds both kinds of call take
 //
 // Arrow Flight (DoPut, the official SDKs' columnar ingestion):
 //
 //	flight.go         the Flight service: authenticate, authorize, admit
 //	flight_call.go    a DoPut call: frames received, checked, appended
 //	                  several per Append, acknowledged cumulatively
+//	flight_fault.go   its commits and acks, and the faults injected on
+//	                  them (a data frame is a fault's point)
+//	flight_counts.go  ArrowCounts: frames and rows received, stored and
+//	                  acknowledged per call, kept for the last calls
 //	flight_open.go    the schema frame, the stream created with its schema
 //	flight_meta.go    the app_metadata JSON: offset_id read, acks written
 //	flight_ipc.go     record batches decoded under the stream's schema,

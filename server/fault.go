@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/zbstream/zbstream/internal/faults"
 )
@@ -20,10 +22,21 @@ import (
 // response, or at the next request of a connection already open). The
 // faults checked at the open (FailOpen and the open-response kinds) ignore
 // After.
+//
+// Arrow Flight DoPut calls take faults too (docs/server.md, "Faults on
+// Arrow streams"): there the open is the schema frame and a request is a
+// data frame, so After = N is the call's Nth data frame, and an ack is a
+// PutResult. A DoPut call is matched as an ephemeral stream of its table
+// (its id, as-..., exists once its schema frame is accepted). The kinds
+// they take are FailOpen, Drop, DiscardThenDrop, CommitThenDrop,
+// PartialAck, CloseSignal, LoseAcks, DelayAcks, RepeatAcks and
+// AckAboveSent; a kind acts only on the calls that implement it, so
+// DiscardThenDrop, PartialAck and LoseAcks act on DoPut calls only, and
+// the open-response kinds on the stream RPCs only.
 type FaultKind = faults.Kind
 
-// The kinds of faults the server implements. (HangOpen, DiscardThenDrop
-// and LoseAcks are the in-memory transport's only; Inject panics on them.)
+// The kinds of faults the server implements. (HangOpen is the in-memory
+// transport's only; Inject panics on it.)
 const (
 	// FaultFailOpen rejects the open (create or resume) with Code and
 	// Message before anything is created or changed. For a create,
@@ -59,9 +72,24 @@ const (
 	// no ack for it, then ends the call with Code (default UNAVAILABLE): the
 	// lost-ack race.
 	FaultCommitThenDrop = faults.CommitThenDrop
+	// FaultDiscardThenDrop (DoPut calls only) commits and acknowledges the
+	// data frames before frame After, discards frame After, then ends the
+	// call with Code (default UNAVAILABLE).
+	FaultDiscardThenDrop = faults.DiscardThenDrop
+	// FaultPartialAck (DoPut calls only) commits and acknowledges the data
+	// frames before frame After, commits frame After without acknowledging
+	// it, then ends the call with Code (default UNAVAILABLE): with After
+	// inside a batch split into frames, the batch is acknowledged in part
+	// and the client resends its unacknowledged rows, frame After's
+	// included (stored twice: at least once).
+	FaultPartialAck = faults.PartialAck
 	// FaultCloseSignal sends close_stream_signal{Delay} after request After
 	// and ends the call (status OK) Delay later, as a session rotation does.
+	// On a DoPut call the notice is the close-only PutResult
+	// {"ack_up_to_offset":-1,"ack_up_to_records":0,"close_stream_duration_ms":D}.
 	FaultCloseSignal = faults.CloseSignal
+	// FaultLoseAcks (DoPut calls only) does not send one ack (per act).
+	FaultLoseAcks = faults.LoseAcks
 	// FaultDelayAcks holds one ack (per act) back for Delay before sending
 	// it.
 	FaultDelayAcks = faults.DelayAcks
@@ -96,8 +124,9 @@ type Fault struct {
 	// many acks for the ack kinds. 0 means once; Unlimited, until removed.
 	Times int
 	// Code and Message of the status for FaultFailOpen, FaultDrop,
-	// FaultCommitThenDrop and FaultLoseOpenResponse (default code
-	// UNAVAILABLE, default message saying what the fault did).
+	// FaultDiscardThenDrop, FaultCommitThenDrop, FaultPartialAck and
+	// FaultLoseOpenResponse (default code UNAVAILABLE, default message
+	// saying what the fault did).
 	Code    codes.Code
 	Message string
 	// Delay: ack delay (FaultDelayAcks) or close-signal duration
@@ -110,6 +139,15 @@ type Fault struct {
 	Above int64
 	// Watermark sent by FaultResumeWatermark.
 	Watermark int64
+	// Hold, when not nil, makes a fault that acts at a request (Drop,
+	// DiscardThenDrop, CommitThenDrop, PartialAck, CloseSignal) wait until
+	// Hold is closed before it acts; the connection processes nothing
+	// meanwhile (its receiver goes on reading into its queue), and the
+	// call's end or the server's stop ends the wait. A test arms the fault,
+	// makes the calls that must be in flight when it acts, then closes
+	// Hold, so that what the client has sent by then does not depend on
+	// scheduling.
+	Hold <-chan struct{}
 }
 
 // Match selects the connections a fault applies to. Empty fields match
@@ -136,7 +174,9 @@ type FaultHandle = faults.Handle
 
 type faultRegistry = faults.Registry[Match, Fault]
 
-func newFaultRegistry() *faultRegistry { return faults.NewRegistry[Match, Fault](faults.Server) }
+func newFaultRegistry() *faultRegistry {
+	return faults.NewRegistry[Match, Fault](faults.Server | faults.Flight)
+}
 
 // takeFault finds the first fault of one of kinds that applies to the
 // connection (of stream id of table) at point at, claims one act of it and
@@ -150,4 +190,21 @@ func (s *Server) takeFault(at faults.At, table, id string, kind StreamKind, kind
 
 func (s *Server) addFault(m Match, f Fault) *FaultHandle {
 	return s.faults.Add(m, f, faults.Spec{Kind: f.Kind, After: f.After, Times: f.Times})
+}
+
+// hold waits until f.Hold is closed (see Fault.Hold). If the call (ctx)
+// or the server ends first, it returns the status the call ends with
+// instead: ended's, or UNAVAILABLE for a stop.
+func (s *Server) hold(ctx context.Context, f Fault, ended func() error) error {
+	if f.Hold == nil {
+		return nil
+	}
+	select {
+	case <-f.Hold:
+		return nil
+	case <-ctx.Done():
+		return ended()
+	case <-s.draining:
+		return status.Error(codes.Unavailable, "server shutting down")
+	}
 }

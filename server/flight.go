@@ -68,7 +68,7 @@ func (s *Server) serveArrow(st flight.FlightService_DoPutServer) error {
 		return err
 	}
 	defer done()
-	c := &arrowCall{s: s, st: st, principal: p, table: table, frames: make(chan arrowFrame, arrowQueue), recvDone: make(chan struct{})}
+	c := &arrowCall{s: s, st: st, principal: p, table: table, frames: make(chan arrowFrame, arrowQueue), recvDone: make(chan struct{}), durable: -1}
 	c.ctx, c.cancel = context.WithCancel(ctx)
 	s.wg.Add(1)
 	go c.receive()
@@ -80,6 +80,9 @@ func (s *Server) serveArrow(st flight.FlightService_DoPutServer) error {
 	go func() {
 		defer s.wg.Done()
 		c.drain()
+		if c.id != "" {
+			s.arrowCounts.end(c.id) // its counts are final now
+		}
 	}()
 	s.log.Info("arrow stream ended", "stream", c.id, "table", table, "frames", c.next, "rows", c.rows, "err", capStatus(err))
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
@@ -33,10 +34,18 @@ type arrowCall struct {
 	recvDone  chan struct{} // closed when receive returns
 	yielded   atomic.Bool   // the budget asked the call to end (yield)
 
-	id   string
-	dec  *frameDecoder
-	next int64 // the offset_id the next frame must carry
-	rows int64 // rows stored on this call
+	id      string
+	dec     *frameDecoder
+	next    int64 // the offset_id the next frame must carry
+	rows    int64 // rows stored on this call
+	durable int64 // the offset of the last frame stored (-1: none)
+	tally   arrowTally
+
+	// Faults (flight_fault.go): seq is the data frames processed (the
+	// fault point); endTimer, once a close signal was sent, ends the call.
+	seq      int
+	endTimer *time.Timer
+	stored   []Batch // reused by store
 }
 
 // arrowFrame is one Recv's result, with the bytes of the receive budget
@@ -53,13 +62,16 @@ type arrowFrame struct {
 func (c *arrowCall) receive() {
 	defer c.s.wg.Done()
 	defer close(c.recvDone)
-	for {
+	for schema := true; ; schema = false {
 		h, ok := c.s.budget.acquireRead(c.ctx, c.principal.Name, int64(c.s.readLimit), c.yield)
 		if !ok {
 			return // the call ended while the budget was spent
 		}
 		fd, err := c.st.Recv()
 		c.s.budget.doneReading(h)
+		if err == nil && !schema {
+			c.tally.received(fd.DataHeader)
+		}
 		taken := h.n
 		if keep := int64(0); err == nil {
 			keep = min(taken, int64(proto.Size(fd)))
@@ -116,9 +128,9 @@ func (c *arrowCall) drain() {
 }
 
 // run opens the stream from the schema frame, says ready, then commits
-// frames until the client half-closes (status OK, everything acknowledged)
-// or a frame is refused: the valid frames before it are appended and
-// acknowledged first.
+// frames until the client half-closes (status OK, everything acknowledged),
+// a frame is refused (the valid frames before it are appended and
+// acknowledged first), or an injected fault ends the call.
 func (c *arrowCall) run() error {
 	first, err := c.awaitFirst()
 	if err != nil {
@@ -128,84 +140,97 @@ func (c *arrowCall) run() error {
 		return err
 	}
 	defer c.dec.close()
+	defer c.stopEnd()
 	if err := c.st.Send(&flight.PutResult{AppMetadata: arrowAck(-1, 0)}); err != nil {
 		return err
 	}
+	if done, err := c.commit(nil, true); done || err != nil {
+		return err
+	}
 	for {
-		batches, rows, held, end, err := c.collect()
-		if len(batches) > 0 {
-			if aerr := c.s.store.Append(c.ctx, c.id, batches); aerr != nil {
-				c.release(held)
-				return storeStatus(aerr)
-			}
-			c.rows += rows
-			if serr := c.st.Send(&flight.PutResult{AppMetadata: arrowAck(c.next-1, c.rows)}); serr != nil {
-				c.release(held)
-				return serr
-			}
-		}
+		frames, held, end, err := c.collect()
+		done, cerr := c.commit(frames, false)
 		c.release(held)
-		if err != nil || end {
+		switch {
+		case done || cerr != nil:
+			return cerr
+		case err != nil || end:
 			return err
 		}
 	}
 }
 
+// arrowBatch is a checked data frame: the batch to store (one record, the
+// frame's encapsulated IPC message) and its rows.
+type arrowBatch struct {
+	batch Batch
+	rows  int64
+}
+
 // collect waits for a frame, then takes those already queued behind it,
-// and returns the valid ones as batches with their rows, and the budget
-// the frames taken hold (give it back once they are stored). end is a
-// clean half-close; err is why the call ends (a refused frame, a broken
-// call, a shutdown).
-func (c *arrowCall) collect() (batches []Batch, rows, held int64, end bool, err error) {
+// and returns the valid ones, and the budget the frames taken hold (give
+// it back once they are stored). end is a clean half-close, or the end of
+// a rotation's grace (status OK); err is why the call ends (a refused
+// frame, a broken call, a shutdown).
+func (c *arrowCall) collect() (frames []arrowBatch, held int64, end bool, err error) {
 	var f arrowFrame
 	select {
 	case f = <-c.frames:
+	case <-c.endC():
+		// The grace of a close signal ended: what is queued is still
+		// committed, then the call ends.
+		end = true
+		select {
+		case f = <-c.frames:
+		default:
+			return nil, 0, true, nil
+		}
 	case <-c.s.draining:
-		return nil, 0, 0, false, status.Error(codes.Unavailable, "server shutting down")
+		return nil, 0, false, status.Error(codes.Unavailable, "server shutting down")
 	case <-c.ctx.Done():
-		return nil, 0, 0, false, c.ended()
+		return nil, 0, false, c.ended()
 	}
 	for {
 		held += f.taken
 		if f.err != nil {
 			err := recvStatus(f.err)
-			return batches, rows, held, err == nil, err
+			return frames, held, err == nil, err
 		}
-		b, n, err := c.frame(f.fd)
+		b, err := c.frame(f.fd)
 		if err != nil {
-			return batches, rows, held, false, err
+			return frames, held, false, err
 		}
-		batches, rows = append(batches, b), rows+n
+		frames = append(frames, b)
 		select {
 		case f = <-c.frames:
 		default:
-			return batches, rows, held, false, nil
+			return frames, held, end, nil
 		}
 	}
 }
 
 // frame checks one data frame and returns it as the batch to store, one
 // record: the frame's encapsulated IPC message.
-func (c *arrowCall) frame(fd *flight.FlightData) (Batch, int64, error) {
+func (c *arrowCall) frame(fd *flight.FlightData) (arrowBatch, error) {
 	if why, bad := decodeError(fd); bad {
-		return Batch{}, 0, invalid("%s", why)
+		return arrowBatch{}, invalid("%s", why)
 	}
 	if n := len(fd.DataHeader) + len(fd.DataBody); n > MaxArrowFrameBytes {
-		return Batch{}, 0, invalid("frame %d: %d bytes exceed the %d-byte frame limit", c.next, n, MaxArrowFrameBytes)
+		return arrowBatch{}, invalid("frame %d: %d bytes exceed the %d-byte frame limit", c.next, n, MaxArrowFrameBytes)
 	}
 	off, err := parseOffsetMeta(fd.AppMetadata)
 	if err != nil {
-		return Batch{}, 0, invalid("frame %d: %v", c.next, err)
+		return arrowBatch{}, invalid("frame %d: %v", c.next, err)
 	}
 	if off != c.next {
-		return Batch{}, 0, status.Errorf(codes.OutOfRange, "offset_id %d is not the next expected offset %d", off, c.next)
+		return arrowBatch{}, status.Errorf(codes.OutOfRange, "offset_id %d is not the next expected offset %d", off, c.next)
 	}
 	rows, err := c.dec.decode(fd.DataHeader, fd.DataBody)
 	if err != nil {
-		return Batch{}, 0, invalid("frame %d: %v", off, err)
+		return arrowBatch{}, invalid("frame %d: %v", off, err)
 	}
 	c.next++
-	return Batch{Offset: off, Records: [][]byte{encapsulate(fd.DataHeader, fd.DataBody)}}, rows, nil
+	return arrowBatch{Batch{Offset: off, Records: [][]byte{encapsulate(fd.DataHeader, fd.DataBody)}}, rows}, nil
 }
 
 // errSchemaFrame is wrapped by the refusals of a first frame.

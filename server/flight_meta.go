@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 )
 
 // The JSON an Arrow stream carries in app_metadata: {"offset_id":N} on
 // each data frame, {"ack_up_to_offset":F,"ack_up_to_records":R} on each
-// PutResult (-1 and 0: the ready signal).
+// PutResult (-1 and 0: the ready signal; with close_stream_duration_ms, a
+// close-only rotation notice).
 
 // errOffsetMeta is wrapped by every refusal of a frame's app_metadata.
 var errOffsetMeta = errors.New(`app_metadata must be the JSON object {"offset_id":N}`)
@@ -72,5 +74,14 @@ func arrowAck(offset, rows int64) []byte {
 	b = strconv.AppendInt(b, offset, 10)
 	b = append(b, `,"ack_up_to_records":`...)
 	b = strconv.AppendInt(b, rows, 10)
+	return append(b, '}')
+}
+
+// arrowCloseOnly is a close-only rotation notice's app_metadata: nothing
+// acknowledged, leave within d (whole milliseconds, rounded down).
+func arrowCloseOnly(d time.Duration) []byte {
+	b := arrowAck(-1, 0)
+	b = append(b[:len(b)-1], `,"close_stream_duration_ms":`...)
+	b = strconv.AppendInt(b, d.Milliseconds(), 10)
 	return append(b, '}')
 }

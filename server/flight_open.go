@@ -6,6 +6,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/zbstream/zbstream/internal/faults"
 )
 
 // open checks an Arrow stream's schema frame (and the schema against the
@@ -35,6 +37,10 @@ func (c *arrowCall) open(fd *flight.FlightData) error {
 			return invalid("the Arrow schema does not fit table %s: %v", def.name, err)
 		}
 	}
+	if f, ok := c.s.takeFault(faults.At{Open: true}, c.table, "", KindEphemeral, FaultFailOpen); ok {
+		dec.close()
+		return faultStatus(f, codes.Unavailable, "injected fault: open failed")
+	}
 	id, err := newStreamID(KindEphemeral)
 	if err != nil {
 		dec.close()
@@ -50,6 +56,7 @@ func (c *arrowCall) open(fd *flight.FlightData) error {
 		return storeStatus(err)
 	}
 	c.id, c.dec = stored.ID, dec
+	c.s.arrowCounts.add(c.id, &c.tally)
 	c.s.log.Info("arrow stream opened", "principal", c.principal.Name, "stream", c.id, "table", c.table,
 		"columns", fmt.Sprint(dec.schema.NumFields()))
 	return nil

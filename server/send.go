@@ -126,14 +126,8 @@ func (c *conn) ack() error {
 		return c.fencedErr() // a fenced connection sends nothing more
 	}
 	v := min(c.watermark, max(c.told, c.maxRecv.Load()))
-	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 {
-		t := time.NewTimer(f.Delay)
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			t.Stop()
-			return c.fencedErr()
-		}
+	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 && !delayAck(c.ctx, f) {
+		return c.fencedErr()
 	}
 	m := outMsg{val: proto.Int64(v), plain: true}
 	if f, ok := c.takeFault(FaultAckAboveSent, FaultAckBelowFloor, FaultAckMissing); ok {

@@ -138,6 +138,8 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   map[string]*streamEntry // live or recently live streams
 
+	arrowCounts arrowTallies // what Arrow calls received, stored, acknowledged
+
 	callsMu sync.Mutex
 	calls   map[string]int // open stream calls per principal
 	budget  *budget

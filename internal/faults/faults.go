@@ -13,7 +13,8 @@
 // Faults act at points of one connection. The open is one point; after it,
 // every ingest request (single record or batch) the server receives is a
 // point, numbered 1, 2, ... on that connection (the count restarts on every
-// connection). A fault with After = N acts at the first point whose number
+// connection). On an Arrow Flight DoPut call the open is the schema frame
+// and each data frame is a request: After = N is the call's Nth data frame. A fault with After = N acts at the first point whose number
 // is at least N (After = 0: right after the open response, or at the next
 // request of a connection already open). The faults checked at the open
 // itself (FailOpen, HangOpen and the open-response kinds) ignore After.
@@ -86,6 +87,14 @@ const (
 	// AckAboveSent replaces one ack by one Above (default 1) above the
 	// highest offset received on the connection (core.AckAboveSent).
 	AckAboveSent
+	// PartialAck acknowledges the requests before request After, stores
+	// request After without acknowledging it, then ends the call with
+	// Code: the last ack covers only part of what was stored. On a Flight
+	// call, where a batch travels as several frames, an After inside a
+	// batch acknowledges the batch in part, and the client resends its
+	// unacknowledged row suffix, the stored frame After included (at
+	// least once).
+	PartialAck
 
 	numKinds = iota + 1 // one past the last kind
 )
@@ -113,28 +122,32 @@ const (
 	Server Injector = 1 << iota
 	// Memory is the in-memory transport, package io/memtransport.
 	Memory
+	// Flight is the reference server's Arrow Flight DoPut calls: the
+	// server injects these kinds on them, with the same Match and Fault.
+	Flight
 
 	both = Server | Memory
 )
 
 var kinds = [numKinds]info{
-	FailOpen:               {name: "FailOpen", on: both},
+	FailOpen:               {name: "FailOpen", on: both | Flight},
 	HangOpen:               {name: "HangOpen", on: Memory},
 	LoseOpenResponse:       {name: "LoseOpenResponse", on: both},
 	OpenResponseKind:       {name: "OpenResponseKind", rule: Rule{7, "open answered with the wrong response kind"}, on: both},
 	StreamIDMissing:        {name: "StreamIDMissing", rule: Rule{8, "create response without a stream id"}, on: both},
 	ResumeWatermark:        {name: "ResumeWatermark", on: both},
 	ResumeWithoutWatermark: {name: "ResumeWithoutWatermark", on: both},
-	Drop:                   {name: "Drop", on: both},
-	DiscardThenDrop:        {name: "DiscardThenDrop", on: Memory},
-	CommitThenDrop:         {name: "CommitThenDrop", on: both},
-	CloseSignal:            {name: "CloseSignal", on: both},
-	LoseAcks:               {name: "LoseAcks", on: Memory},
-	DelayAcks:              {name: "DelayAcks", on: both},
-	RepeatAcks:             {name: "RepeatAcks", on: both},
+	Drop:                   {name: "Drop", on: both | Flight},
+	DiscardThenDrop:        {name: "DiscardThenDrop", on: Memory | Flight},
+	CommitThenDrop:         {name: "CommitThenDrop", on: both | Flight},
+	CloseSignal:            {name: "CloseSignal", on: both | Flight},
+	LoseAcks:               {name: "LoseAcks", on: Memory | Flight},
+	DelayAcks:              {name: "DelayAcks", on: both | Flight},
+	RepeatAcks:             {name: "RepeatAcks", on: both | Flight},
 	AckMissing:             {name: "AckMissing", rule: Rule{1, "ack without an offset"}, on: both},
 	AckBelowFloor:          {name: "AckBelowFloor", rule: Rule{2, "ack below the ack floor"}, on: both},
-	AckAboveSent:           {name: "AckAboveSent", rule: Rule{3, "ack above the highest offset sent on this connection"}, on: both},
+	AckAboveSent:           {name: "AckAboveSent", rule: Rule{3, "ack above the highest offset sent on this connection"}, on: both | Flight},
+	PartialAck:             {name: "PartialAck", on: Flight},
 }
 
 // Kinds returns every kind, in order.
@@ -165,7 +178,8 @@ func (k Kind) Violation() (Rule, bool) {
 	return kinds[k].rule, true
 }
 
-// Supports reports whether injector in implements kind k.
+// Supports reports whether injector in implements kind k; for a set of
+// injectors (Server | Flight), whether one of them does.
 func Supports(in Injector, k Kind) bool { return k.valid() && kinds[k].on&in != 0 }
 
 // Unlimited as Times makes a fault act until it is removed.
@@ -243,11 +257,15 @@ type entry[M, F any] struct {
 	spec  Spec
 }
 
-// NewRegistry returns the registry of injector in.
+// NewRegistry returns the registry of injector in, or of a set of
+// injectors sharing one registry (the reference server's stream RPCs and
+// its Flight calls: Server | Flight).
 func NewRegistry[M, F any](in Injector) *Registry[M, F] { return &Registry[M, F]{in: in} }
 
-// Add arms f for the connections m selects. It panics when the injector
-// does not implement the kind: such a fault would never act.
+// Add arms f for the connections m selects. It panics when no injector of
+// the registry implements the kind: such a fault would never act. In a
+// registry of several injectors, a kind acts only where it is implemented
+// (an injector asks Take for its own kinds only).
 func (r *Registry[M, F]) Add(m M, f F, s Spec) *Handle {
 	if !Supports(r.in, s.Kind) {
 		panic(fmt.Sprintf("zbstream: fault kind %v is not supported by this injector", s.Kind))

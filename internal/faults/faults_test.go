@@ -57,7 +57,7 @@ func TestRegistryActs(t *testing.T) {
 
 func TestRegistryRefusesUnsupportedKinds(t *testing.T) {
 	for _, k := range append(Kinds(), 0, numKinds) {
-		for _, in := range []Injector{Server, Memory} {
+		for _, in := range []Injector{Server, Memory, Flight, Server | Flight} {
 			func() {
 				defer func() {
 					if (recover() == nil) != Supports(in, k) {
@@ -68,17 +68,27 @@ func TestRegistryRefusesUnsupportedKinds(t *testing.T) {
 			}()
 		}
 	}
-	var memOnly []Kind
+	var memOnly, flight []Kind
 	for _, k := range Kinds() {
-		if !Supports(Server, k) {
+		if !Supports(Server, k) && Supports(Memory, k) {
 			memOnly = append(memOnly, k)
 		}
-		if !Supports(Memory, k) {
-			t.Errorf("%v: the in-memory transport implements every kind", k)
+		if Supports(Flight, k) {
+			flight = append(flight, k)
+		}
+		if !Supports(Memory, k) && !Supports(Server, k) && k != PartialAck {
+			t.Errorf("%v: the in-memory transport implements every kind of the stream RPCs", k)
 		}
 	}
 	if want := []Kind{HangOpen, DiscardThenDrop, LoseAcks}; !slices.Equal(memOnly, want) {
 		t.Errorf("kinds only the in-memory transport implements: %v, want %v", memOnly, want)
+	}
+	want := []Kind{FailOpen, Drop, DiscardThenDrop, CommitThenDrop, CloseSignal, LoseAcks, DelayAcks, RepeatAcks, AckAboveSent, PartialAck}
+	if !slices.Equal(flight, want) {
+		t.Errorf("kinds of Flight calls: %v, want %v", flight, want)
+	}
+	if !Supports(Server|Flight, PartialAck) || !Supports(Server|Flight, FailOpen) || Supports(Server|Flight, HangOpen) {
+		t.Error("a set of injectors supports what one of them does")
 	}
 }
 

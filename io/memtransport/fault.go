@@ -20,8 +20,10 @@ import (
 // the open and ignore After.
 type FaultKind = faults.Kind
 
-// The kinds the in-memory transport implements: all of them. The ones the
-// reference server lacks are HangOpen, DiscardThenDrop and LoseAcks.
+// The kinds the in-memory transport implements: all of them but
+// PartialAck, which only the reference server's Arrow Flight calls take.
+// The ones the reference server's stream RPCs lack are HangOpen,
+// DiscardThenDrop and LoseAcks (its Flight calls take the last two).
 const (
 	// FaultFailOpen: the status arrives through Conn.Recv, as gRPC
 	// reports it; with AtOpen, Open itself returns it (a failed dial).

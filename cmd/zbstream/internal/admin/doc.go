@@ -9,7 +9,10 @@
 //	GET /v1/streams/{id}                             stream
 //	GET /v1/streams/{id}/records?from=OFFSET&limit=N records page
 //
-// A stream is a StreamInfo, a records page a RecordsPage: the batches
+// A stream is a StreamInfo (served by a running server, NewServerHandler,
+// an Arrow stream's also carries what the server counted of its call:
+// frames and rows received, stored and acknowledged), a records page a
+// RecordsPage: the batches
 // stored at offsets from .. from+limit-1 (limit counts offsets, default
 // DefaultLimit, at most MaxLimit; a batch ingested at one offset gives all
 // its records; a page stops early after Limits.PageBytes of records), and

@@ -36,7 +36,8 @@ func DefaultLimits() Limits {
 // handler serves the admin API.
 type handler struct {
 	r     StoreReader
-	auth  Lookup // nil: open mode
+	srv   *server.Server // nil: a store only, no live counts
+	auth  Lookup         // nil: open mode
 	lim   Limits
 	log   *slog.Logger
 	mux   *http.ServeMux
@@ -46,6 +47,17 @@ type handler struct {
 // NewHandler returns the admin API over store, its tokens looked up by
 // lookup (nil: open mode), its requests logged at debug level to log.
 func NewHandler(store server.Store, lookup Lookup, log *slog.Logger, lim Limits) http.Handler {
+	return newHandler(store, nil, lookup, log, lim)
+}
+
+// NewServerHandler is NewHandler over a running server's store, which
+// also shows what the server counted of each Arrow stream's call
+// (Server.ArrowCounts) in its streams.
+func NewServerHandler(srv *server.Server, lookup Lookup, log *slog.Logger, lim Limits) http.Handler {
+	return newHandler(srv.Store(), srv, lookup, log, lim)
+}
+
+func newHandler(store server.Store, srv *server.Server, lookup Lookup, log *slog.Logger, lim Limits) http.Handler {
 	def := DefaultLimits()
 	if lim.PageBytes <= 0 {
 		lim.PageBytes = def.PageBytes
@@ -56,7 +68,7 @@ func NewHandler(store server.Store, lookup Lookup, log *slog.Logger, lim Limits)
 	if lim.QueueWait <= 0 {
 		lim.QueueWait = def.QueueWait
 	}
-	h := &handler{r: StoreReader{Store: store, PageBytes: lim.PageBytes}, auth: lookup, lim: lim, log: log,
+	h := &handler{r: StoreReader{Store: store, PageBytes: lim.PageBytes}, srv: srv, auth: lookup, lim: lim, log: log,
 		mux: http.NewServeMux(), turns: make(chan struct{}, lim.MaxConcurrent)}
 	h.mux.HandleFunc("GET /v1/streams", h.list)
 	h.mux.HandleFunc("GET /v1/streams/{id}", h.show)
@@ -136,7 +148,7 @@ func (h *handler) list(w http.ResponseWriter, req *http.Request) {
 	out := StreamsList{Streams: []StreamInfo{}}
 	for _, m := range metas {
 		if visible(req.Context(), m) {
-			out.Streams = append(out.Streams, ToStreamInfo(m))
+			out.Streams = append(out.Streams, h.info(m))
 		}
 	}
 	WriteJSON(w, http.StatusOK, out)
@@ -158,8 +170,25 @@ func (h *handler) lookup(w http.ResponseWriter, req *http.Request) (server.Strea
 
 func (h *handler) show(w http.ResponseWriter, req *http.Request) {
 	if m, ok := h.lookup(w, req); ok {
-		WriteJSON(w, http.StatusOK, ToStreamInfo(m))
+		WriteJSON(w, http.StatusOK, h.info(m))
 	}
+}
+
+// info is stream m as the API shows it, with the server's counts of an
+// Arrow stream where it has them.
+func (h *handler) info(m server.StreamMeta) StreamInfo {
+	info := ToStreamInfo(m)
+	if h.srv == nil || m.RecordType != server.RecordTypeArrow {
+		return info
+	}
+	if c, ok := h.srv.ArrowCounts(m.ID); ok {
+		info.Arrow = &ArrowCounts{
+			FramesReceived: c.FramesReceived, RowsReceived: c.RowsReceived,
+			FramesStored: c.FramesStored, RowsStored: c.RowsStored,
+			FramesAcked: c.FramesAcked, RowsAcked: c.RowsAcked,
+		}
+	}
+	return info
 }
 
 func (h *handler) records(w http.ResponseWriter, req *http.Request) {

@@ -25,6 +25,23 @@ type StreamInfo struct {
 	Watermark       int64           `json:"watermark"`
 	Records         int64           `json:"records"`
 	Retired         bool            `json:"retired"`
+	// Arrow is what the running server counted of an Arrow stream's call
+	// (server.ArrowCounts); absent where it has none (another kind of
+	// stream, an ended call it no longer keeps, a bolt directory read
+	// without the server).
+	Arrow *ArrowCounts `json:"arrow_counts,omitempty"`
+}
+
+// ArrowCounts is server.ArrowCounts as the API shows it: the data frames
+// and rows an Arrow stream's call received (resends included), stored and
+// acknowledged.
+type ArrowCounts struct {
+	FramesReceived int64 `json:"frames_received"`
+	RowsReceived   int64 `json:"rows_received"`
+	FramesStored   int64 `json:"frames_stored"`
+	RowsStored     int64 `json:"rows_stored"`
+	FramesAcked    int64 `json:"frames_acked"`
+	RowsAcked      int64 `json:"rows_acked"`
 }
 
 // RecordInfo is one stored record: JSON records as JSON, Avro records

@@ -3,7 +3,6 @@
 package ingest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -22,59 +21,6 @@ import (
 	"github.com/zbstream/zbstream/internal/testseed"
 	"github.com/zbstream/zbstream/server"
 )
-
-// boltServe is a "zbstream serve -engine bolt" process on a fixed address,
-// which a test kills with SIGKILL and starts again on the same data.
-type boltServe struct {
-	bin, dir, addr string
-	cmd            *exec.Cmd
-}
-
-func startBoltServe(t *testing.T, bin, dir, addr string) *boltServe {
-	t.Helper()
-	s := &boltServe{bin: bin, dir: dir, addr: addr}
-	s.start(t)
-	t.Cleanup(func() { s.kill(t) })
-	return s
-}
-
-// start runs the server and waits until it listens.
-func (s *boltServe) start(t *testing.T) {
-	t.Helper()
-	s.cmd = exec.Command(s.bin, "serve", "-engine", "bolt", "-data", s.dir, "-addr", s.addr, "-admin", "off", "-log-level", "error")
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errb bytes.Buffer
-	s.cmd.Stderr = &errb
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if strings.HasPrefix(lines.Text(), "endpoint: ") {
-			go func() {
-				for lines.Scan() {
-				}
-			}()
-			return
-		}
-	}
-	s.cmd.Wait()
-	t.Fatalf("serve printed no endpoint: %s", errb.String())
-}
-
-// kill ends the server with SIGKILL (nothing flushed, nothing closed).
-func (s *boltServe) kill(t *testing.T) {
-	t.Helper()
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	s.cmd.Wait()
-	s.cmd = nil
-}
 
 // routedRun is one "zbstream ingest" process of a routed ingestion.
 type routedRun struct {
@@ -143,11 +89,11 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 
 	bin := clitest.Binary(t)
 	dir := t.TempDir()
-	srv := startBoltServe(t, bin, filepath.Join(dir, "data"), clitest.FreeAddr(t))
+	srv := clitest.StartBoltServe(t, bin, filepath.Join(dir, "data"), clitest.FreeAddr(t))
 	file, want := routedKillFile(t, dir, rng, lines, tables)
 	state := file + ".zbstate"
 	args := func(state string) []string {
-		return []string{"-endpoint", "http://" + srv.addr, "-table-field", "t", "-batch-size", strconv.Itoa(batch),
+		return []string{"-endpoint", "http://" + srv.Addr, "-table-field", "t", "-batch-size", strconv.Itoa(batch),
 			"-max-open-streams", strconv.Itoa(maxOpen), "-max-inflight", "16", "-progress", "0", "-state", state, file}
 	}
 	randDelay := func(maxMs int) time.Duration { return time.Duration(rng.IntN(maxMs)) * time.Millisecond }
@@ -177,9 +123,9 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 		}
 		if round == 4 || round == 7 {
 			time.Sleep(randDelay(400))
-			srv.kill(t)
+			srv.Kill(t)
 			time.Sleep(randDelay(300))
-			srv.start(t)
+			srv.Start(t)
 		}
 		killed, err := r.killAfter(50*time.Millisecond + randDelay(800))
 		t.Logf("round %d: killed %v, exit %d: %s%s", round, killed, procExit(err), lastLine(r.out.String()), lastLine(r.err.String()))
@@ -193,7 +139,7 @@ func TestIngestRoutedKillAnywhere(t *testing.T) {
 		t.Fatalf("last run: exit %d\n%s%s", procExit(err), last.out.String(), last.err.String())
 	}
 	t.Logf("last run: %s", last.out.String())
-	srv.kill(t)
+	srv.Kill(t)
 	routedKillCheck(t, filepath.Join(dir, "data"), want)
 }
 

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/admin"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/clitest"
 	"github.com/zbstream/zbstream/server/servertest"
 )
@@ -63,10 +65,17 @@ func TestServeArrowStream(t *testing.T) {
 		t.Fatalf("list: no Arrow stream in\n%s", out)
 	}
 	out = cmds.WantCode(t, 0, "streams", "show", id, "-admin", srv.Admin, "-token", "tok-alice")
-	for _, want := range []string{`record type:\s+arrow\n`, `records:\s+1\n`} {
+	for _, want := range []string{`record type:\s+arrow\n`, `records:\s+1\n`,
+		`received:\s+1 frames, 2 rows\n`, `stored:\s+1 frames, 2 rows\n`, `acknowledged:\s+1 frames, 2 rows\n`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Fatalf("show: no %s in\n%s", want, out)
 		}
+	}
+	out = cmds.WantCode(t, 0, "streams", "show", id, "-json", "-admin", srv.Admin, "-token", "tok-alice")
+	var info admin.StreamInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || info.Arrow == nil ||
+		*info.Arrow != (admin.ArrowCounts{FramesReceived: 1, RowsReceived: 2, FramesStored: 1, RowsStored: 2, FramesAcked: 1, RowsAcked: 2}) {
+		t.Fatalf("show -json: %v, %+v; want the call's counts", err, info.Arrow)
 	}
 	out = cmds.WantCode(t, 0, "streams", "records", id, "-admin", srv.Admin, "-token", "tok-alice")
 	if want := `{"user":"ann","n":7}` + "\n" + `{"user":"bob","n":null}` + "\n"; out != want {

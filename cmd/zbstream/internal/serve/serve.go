@@ -226,7 +226,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if len(tokens) > 0 {
 			lookup = tokens.lookup
 		}
-		handler := admin.NewHandler(srv.Store(), lookup, log, admin.DefaultLimits())
+		handler := admin.NewServerHandler(srv, lookup, log, admin.DefaultLimits())
 		if len(clients) > 0 || opts.Tables != nil {
 			mux := http.NewServeMux()
 			if len(clients) > 0 {

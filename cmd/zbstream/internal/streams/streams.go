@@ -207,6 +207,11 @@ func printStream(w io.Writer, s admin.StreamInfo, asJSON bool) error {
 	}
 	fmt.Fprintf(tw, "watermark:\t%d\n", s.Watermark)
 	fmt.Fprintf(tw, "records:\t%d\n", s.Records)
+	if c := s.Arrow; c != nil {
+		fmt.Fprintf(tw, "received:\t%d frames, %d rows\n", c.FramesReceived, c.RowsReceived)
+		fmt.Fprintf(tw, "stored:\t%d frames, %d rows\n", c.FramesStored, c.RowsStored)
+		fmt.Fprintf(tw, "acknowledged:\t%d frames, %d rows\n", c.FramesAcked, c.RowsAcked)
+	}
 	fmt.Fprintf(tw, "state:\t%s\n", streamState(s))
 	return tw.Flush()
 }
