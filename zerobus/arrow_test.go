@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/zbstream/zbstream"
+	"github.com/zbstream/zbstream/server"
 	zerobus "github.com/zbstream/zbstream/zerobus"
 )
 
@@ -422,5 +423,53 @@ func TestArrowUnackedAfterFailedClose(t *testing.T) {
 	if len(f.md) == 0 || strings.Join(f.md[0].Get("authorization"), "") != "Bearer tok" ||
 		strings.Join(f.md[0].Get("x-databricks-zerobus-table-name"), "") != testTable {
 		t.Errorf("DoPut metadata %v, want the provider's headers", f.md)
+	}
+}
+
+// TestArrowRecovers: the server drops the call mid-stream and, on the
+// next call, acknowledges a batch in part before dropping again; the
+// drop-in's stream reconnects each time and every row is stored, the
+// rows of the acknowledged part once.
+func TestArrowRecovers(t *testing.T) {
+	l := startLocalT(t)
+	drop := l.Server.Inject(server.Match{Table: testTable}, server.Fault{Kind: server.FaultDrop, After: 2})
+	partial := l.Server.Inject(server.Match{Table: testTable}, server.Fault{Kind: server.FaultPartialAck, After: 2})
+	sdk, err := zerobus.NewZerobusSdk(l.Endpoint, l.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdk.Free()
+	opts := zerobus.DefaultArrowStreamConfigurationOptions()
+	opts.RecoveryBackoffMs = 1
+	st, err := sdk.CreateArrowStream(testTable, schemaIPC(t, sensorSchema), testClientID, testClientSecret, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	for i := range 6 {
+		b := sensorBatch(t, 100*i, 3+i)
+		sent = append(sent, b)
+		if _, err := st.IngestBatch(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if drop.Hits() != 1 || partial.Hits() != 1 {
+		t.Fatalf("fault hits: drop %d, partial ack %d; want 1 each", drop.Hits(), partial.Hits())
+	}
+	got := storedArrowRows(t, l)
+	seen := map[string]int{}
+	for _, r := range got {
+		seen[r]++
+	}
+	for _, r := range rowsOf(t, sent) {
+		if seen[r] == 0 {
+			t.Errorf("row %q was not stored", r)
+		}
+	}
+	if extra := len(got) - len(rowsOf(t, sent)); extra < 0 || extra > 2*(3+5) {
+		t.Errorf("%d rows stored for %d sent", len(got), len(rowsOf(t, sent)))
 	}
 }
