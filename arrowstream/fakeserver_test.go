@@ -28,9 +28,9 @@ type act struct {
 	end    bool       // then end the call cleanly
 	code   codes.Code // then end the call with this status, if not OK
 
-	hold       <-chan struct{} // first wait until it is closed (or the call ends)
+	hold       <-chan struct{} // wait until it is closed (or the call ends) to go on
 	closeInAck bool            // the ack itself carries close_stream_duration_ms grace
-	lateAck    bool            // with rotate: the notice goes first, the ack after it
+	lateAck    bool            // with rotate: the notice goes first, before hold and the ack
 }
 
 // fakeServer is a Flight DoPut server that stores the rows of column
@@ -196,16 +196,16 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		case f.script != nil:
 			a = f.script(conn, frame)
 		}
+		if a.rotate && a.lateAck {
+			if err := notice(st, a.grace); err != nil {
+				return err
+			}
+		}
 		if a.hold != nil {
 			select {
 			case <-a.hold:
 			case <-st.Context().Done():
 				return st.Context().Err()
-			}
-		}
-		if a.rotate && a.lateAck {
-			if err := notice(st, a.grace); err != nil {
-				return err
 			}
 		}
 		switch {
