@@ -11,9 +11,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
-	"github.com/zbstream/zbstream/internal/arrowflight/flightfsm"
 	"github.com/zbstream/zbstream/core"
 	"github.com/zbstream/zbstream/grpcio"
+	"github.com/zbstream/zbstream/internal/arrowflight/flightfsm"
 )
 
 // outcome is how a connection ended.
