@@ -21,29 +21,19 @@ import (
 )
 
 // ipcOf returns the rows with ids from .. from+n-1 as an IPC stream of
-// testSchema, written with opts.
-func ipcOf(t *testing.T, from, n int64, opts ...ipc.Option) []byte {
+// testSchema.
+func ipcOf(t *testing.T, from, n int64) []byte {
 	t.Helper()
 	rec := batch(from, n)
 	defer rec.Release()
-	var buf bytes.Buffer
-	w := ipc.NewWriter(&buf, append([]ipc.Option{ipc.WithSchema(testSchema)}, opts...)...)
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return ipcBytes(t, testSchema, rec)
 }
 
 // test_ingest_ipc_batch_basic and test_ingest_ipc_batch_multiple: IPC
 // batches get offsets 0, 1, 2, are sent one frame each and acknowledged.
 func TestScenarioIngestIPCBatch(t *testing.T) {
 	for _, batches := range []int64{1, 3} {
-		f := startServer(t, &fakeServer{})
-		s := scenarioOpen(t, f)
-		ctx := testCtx(t)
+		f, s, ctx := scenario(t, &fakeServer{})
 		for i := range batches {
 			off, err := s.IngestIPC(ctx, ipcOf(t, 3*i, 3))
 			if err != nil || off != i {
@@ -63,9 +53,7 @@ func TestScenarioIngestIPCBatch(t *testing.T) {
 // test_ingest_ipc_batch_invalid_bytes: bytes that are no IPC stream are
 // refused with an error, nothing is sent, and the stream goes on.
 func TestScenarioIngestIPCBatchInvalidBytes(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	if _, err := s.IngestIPC(ctx, []byte("not valid arrow ipc")); err == nil {
 		t.Fatal("IngestIPC of garbage accepted")
 	}
@@ -75,32 +63,28 @@ func TestScenarioIngestIPCBatchInvalidBytes(t *testing.T) {
 	if off, err := s.IngestIPC(ctx, ipcOf(t, 0, 1)); err != nil || off != 0 {
 		t.Fatalf("IngestIPC after the refusal = %d, %v", off, err)
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	landed(t, f, 1)
+	flushLanded(t, ctx, s, f, 1)
 }
 
 // test_ingest_ipc_batch_after_close_rejected: after Close, IPC bytes are
 // refused too.
 func TestScenarioIngestIPCBatchAfterCloseRejected(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.IngestIPC(ctx, ipcOf(t, 0, 1)); !errors.Is(err, zbstream.ErrClosed) {
 		t.Fatalf("IngestIPC after Close = %v; want ErrClosed", err)
 	}
+	if n := f.counts().frames; n != 0 {
+		t.Fatalf("%d frames sent after Close", n)
+	}
 }
 
 // test_ingest_ipc_batch_recovery: an IPC batch in flight when the call
 // drops is replayed on the new call and acknowledged there.
 func TestScenarioIngestIPCBatchRecovery(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(1)})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(1)})
 	for id := range int64(2) {
 		off, err := s.IngestIPC(ctx, ipcOf(t, id, 1))
 		if err != nil || off != id {
@@ -120,9 +104,7 @@ func TestScenarioIngestIPCBatchRecovery(t *testing.T) {
 // the batch ingested as IPC bytes comes back from Unacked as a record
 // batch equal to the one encoded, schema and columns.
 func TestScenarioIngestIPCBatchUnackedReturnsRecordBatch(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.InvalidArgument} }})
-	s := scenarioOpen(t, f, arrowstream.WithoutRecovery())
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.InvalidArgument} }}, arrowstream.WithoutRecovery())
 	off, err := s.IngestIPC(ctx, ipcOf(t, 42, 2))
 	if err != nil {
 		t.Fatal(err)
@@ -160,26 +142,29 @@ func TestScenarioIngestIPCBatchSchemaMismatch(t *testing.T) {
 // frames (Zstd) takes IPC bytes written without compression, and with
 // another codec (LZ4), re-encoding them with its own.
 func TestScenarioIngestIPCBatchWithCompression(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f, arrowstream.WithCompression(arrowstream.CompressionZstd))
-	ctx := testCtx(t)
-	for i, b := range [][]byte{ipcOf(t, 0, 3), ipcOf(t, 3, 3, ipc.WithLZ4())} {
+	f, s, ctx := scenario(t, &fakeServer{}, arrowstream.WithCompression(arrowstream.CompressionZstd))
+	var lz4 bytes.Buffer // rows 3..5, their IPC bodies LZ4 compressed
+	w := ipc.NewWriter(&lz4, ipc.WithSchema(testSchema), ipc.WithLZ4())
+	rec := batch(3, 3)
+	defer rec.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range [][]byte{ipcOf(t, 0, 3), lz4.Bytes()} {
 		if off, err := s.IngestIPC(ctx, b); err != nil || off != int64(i) {
 			t.Fatalf("IngestIPC %d = %d, %v", i, off, err)
 		}
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	landed(t, f, 6)
+	flushLanded(t, ctx, s, f, 6)
 }
 
 // test_mixed_ingest_batch_and_ipc: record batches and IPC bytes
 // interleave on one stream, with consecutive offsets, one frame each.
 func TestScenarioMixedIngestBatchAndIPC(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	offs := []int64{ingestAt(t, ctx, s, 0, 2)}
 	off, err := s.IngestIPC(ctx, ipcOf(t, 2, 3))
 	if err != nil {

@@ -54,9 +54,7 @@ func TestScenarioIngestEmptyBatchRejected(t *testing.T) {
 // SDK returns the failure again (§12.8); the failure stays what every
 // later call returns.
 func TestScenarioWaitForOffsetAckedWinsOverTerminalClose(t *testing.T) {
-	f := startServer(t, &fakeServer{script: failSecond})
-	s := scenarioOpen(t, f, arrowstream.WithoutRecovery())
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{script: failSecond}, arrowstream.WithoutRecovery())
 	first := ingestAt(t, ctx, s, 0, 1)
 	second := ingestAt(t, ctx, s, 1, 1)
 	err := s.Wait(ctx, second)
@@ -82,13 +80,9 @@ func TestScenarioWaitForOffsetAckedWinsOverTerminalClose(t *testing.T) {
 func TestScenarioClosePropagatesFlushError(t *testing.T) {
 	hold, release := gate()
 	defer release()
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true, hold: hold} }})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{script: holdAll(hold)})
 	ingestAt(t, ctx, s, 0, 1)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := s.Close(short); !errors.Is(err, zbstream.ErrCloseTimeout) {
+	if err := s.Close(briefly(t, ctx)); !errors.Is(err, zbstream.ErrCloseTimeout) {
 		t.Fatalf("Close with the ack held = %v; want ErrCloseTimeout", err)
 	}
 	if _, err := s.IngestBatch(ctx, batch(1, 1)); err == nil {
@@ -106,9 +100,7 @@ func TestScenarioClosePropagatesFlushError(t *testing.T) {
 // closed stream fails; ours waits for the batches accepted before it, and
 // with none returns nil (§12.8).
 func TestScenarioFlushOnClosedEmptyStream(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{})
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +114,7 @@ func TestScenarioFlushOnClosedEmptyStream(t *testing.T) {
 // timer starts when a frame is in flight, not at the last ack.
 func TestScenarioAckTimeoutStartsWhenBatchBecomesPending(t *testing.T) {
 	const ackTimeout = 100 * time.Millisecond
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f, arrowstream.WithoutRecovery(), arrowstream.WithTimeouts(0, ackTimeout, 0))
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{}, arrowstream.WithoutRecovery(), arrowstream.WithTimeouts(0, ackTimeout, 0))
 	if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -142,23 +132,16 @@ func TestScenarioAckTimeoutStartsWhenBatchBecomesPending(t *testing.T) {
 func TestScenarioMaxInflightBatches(t *testing.T) {
 	hold, release := gate()
 	defer release()
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true, hold: hold} }})
-	s := scenarioOpen(t, f, arrowstream.WithMaxInflight(1, arrowstream.DefaultMaxInflightBytes))
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: holdAll(hold)}, arrowstream.WithMaxInflight(1, arrowstream.DefaultMaxInflightBytes))
 	ingestAt(t, ctx, s, 0, 1)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if _, err := s.IngestBatch(short, batch(1, 1)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := s.IngestBatch(briefly(t, ctx), batch(1, 1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("second IngestBatch with the first unacked = %v; want it waiting", err)
 	}
 	release()
 	if off := ingestAt(t, ctx, s, 1, 1); off != 1 {
 		t.Fatalf("offset %d; want 1", off)
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	landed(t, f, 2)
+	flushLanded(t, ctx, s, f, 2)
 
 	_, err := arrowstream.New(ctx, client(t, f), "main.default.t", testSchema, arrowstream.WithMaxInflight(0, 1<<20))
 	var ce *zbstream.ConfigError
@@ -174,9 +157,7 @@ func TestScenarioMaxInflightBatches(t *testing.T) {
 // second call. Our acks are per frame (§12.4), so the acknowledged prefix
 // is the first frame of a batch split into several.
 func TestScenarioGetUnackedBatchesSlicesPartiallyAcked(t *testing.T) {
-	f := startServer(t, &fakeServer{script: failSecond})
-	s := scenarioOpen(t, f, arrowstream.WithoutRecovery(), arrowstream.WithMaxFrameBytes(1024))
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: failSecond}, arrowstream.WithoutRecovery(), arrowstream.WithMaxFrameBytes(1024))
 	ingestAt(t, ctx, s, 0, 60) // frames of 1 KiB: several
 	if err := s.Wait(ctx, ingestAt(t, ctx, s, 60, 1)); err == nil {
 		t.Fatal("Wait after the failure = nil")
@@ -255,7 +236,7 @@ func TestScenarioCloseDuringReconnectWindow(t *testing.T) {
 	reached, arrived := gate()
 	proceed, release := gate()
 	defer release()
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 		return act{ack: frame == 0, drop: frame == 1}
 	}, refuse: func(conn int) error {
 		if conn == 1 {
@@ -263,15 +244,11 @@ func TestScenarioCloseDuringReconnectWindow(t *testing.T) {
 			<-proceed
 		}
 		return nil
-	}})
-	s := scenarioOpen(t, f, arrowstream.WithMaxFrameBytes(1024))
-	ctx := testCtx(t)
+	}}, arrowstream.WithMaxFrameBytes(1024))
 	ingestAt(t, ctx, s, 0, 60) // several frames
 	ingestAt(t, ctx, s, 60, 1)
 	<-reached
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := s.Close(short); !errors.Is(err, zbstream.ErrCloseTimeout) {
+	if err := s.Close(briefly(t, ctx)); !errors.Is(err, zbstream.ErrCloseTimeout) {
 		t.Fatalf("Close during the reconnect = %v; want ErrCloseTimeout", err)
 	}
 	release()

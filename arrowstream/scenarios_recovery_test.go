@@ -37,9 +37,7 @@ func dropAt(at int) func(conn, frame int) act {
 // acked; the call drops (UNAVAILABLE) at the second; the stream reconnects
 // and replays only the second, at frame offset 0 of the new call.
 func TestScenarioSupervisorRecoveryAfterRetriableError(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(1)})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(1)})
 	if off := ingestAt(t, ctx, s, 0, 1); off != 0 {
 		t.Fatalf("offset %d", off)
 	} else if err := s.Wait(ctx, off); err != nil {
@@ -100,9 +98,7 @@ func TestScenarioRecordBasedAcknowledgment(t *testing.T) {
 		`{"ack_up_to_offset":1,"ack_up_to_records":5}`,
 		`{"ack_up_to_offset":2,"ack_up_to_records":9}`,
 	}
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{raw: acks[frame]} }})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act { return act{raw: acks[frame]} }})
 	var next int64
 	for _, n := range []int64{3, 2, 4} {
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, next, n)); err != nil {
@@ -128,14 +124,12 @@ func TestScenarioPartialBatchRecovery(t *testing.T) {
 		// Batches of 5, 200 and 1 rows; frames of 1 KiB split the second.
 		// The first call acks its first three frames (the first batch and
 		// two frames of the second) and drops at the third batch.
-		f := startServer(t, &fakeServer{byRows: func(conn, frame int, ids []int64) act {
+		f, s, ctx := scenario(t, &fakeServer{byRows: func(conn, frame int, ids []int64) act {
 			if conn > 0 {
 				return act{ack: true}
 			}
 			return act{ack: frame < 3, drop: slices.Contains(ids, 205)}
-		}})
-		s := scenarioOpen(t, f, arrowstream.WithMaxFrameBytes(1024))
-		ctx := testCtx(t)
+		}}, arrowstream.WithMaxFrameBytes(1024))
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 5)); err != nil {
 			t.Fatal(err)
 		}
@@ -169,9 +163,7 @@ func TestScenarioPartialBatchRecovery(t *testing.T) {
 			`{"ack_up_to_offset":0,"ack_up_to_records":5}`,
 			`{"ack_up_to_offset":1,"ack_up_to_records":12}`, // 7 of the second batch's 10
 		}
-		f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{raw: acks[frame]} }})
-		s := scenarioOpen(t, f)
-		ctx := testCtx(t)
+		_, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act { return act{raw: acks[frame]} }})
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 5)); err != nil {
 			t.Fatal(err)
 		}
@@ -191,9 +183,7 @@ func TestScenarioPartialBatchRecovery(t *testing.T) {
 // ingested at once. Both land, and the new call numbers its frames from 0
 // (the fake server checks every offset_id).
 func TestScenarioNoStaleOffsetAfterNonCloseSignalRecovery(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(5)})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(5)})
 	for id := range int64(5) {
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, id, 1)); err != nil {
 			t.Fatal(err)
@@ -253,15 +243,13 @@ func TestScenarioIngestDuringReconnectWindowIsNotDropped(t *testing.T) {
 	reached, arrived := gate()
 	proceed, release := gate()
 	defer release()
-	f := startServer(t, &fakeServer{script: dropAt(1), refuse: func(conn int) error {
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(1), refuse: func(conn int) error {
 		if conn == 1 {
 			arrived()
 			<-proceed
 		}
 		return nil
 	}})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
 	if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -279,14 +267,12 @@ func TestScenarioIngestDuringReconnectWindowIsNotDropped(t *testing.T) {
 // call drops, and the new call is refused with a status no reconnect
 // mends; the stream fails with that status at once, retries left or not.
 func TestScenarioNonAuthNonRetryableReconnectFailureTerminates(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(0), refuse: func(conn int) error {
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(0), refuse: func(conn int) error {
 		if conn == 1 {
 			return status.Error(codes.InvalidArgument, "reconnect rejected")
 		}
 		return nil
-	}})
-	s := scenarioOpen(t, f, arrowstream.WithRetries(5))
-	ctx := testCtx(t)
+	}}, arrowstream.WithRetries(5))
 	err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 1))
 	var re *zbstream.RetryError
 	if code, msg := statusOf(err); code != codes.InvalidArgument || msg != "reconnect rejected" || errors.As(err, &re) {
@@ -301,14 +287,12 @@ func TestScenarioNonAuthNonRetryableReconnectFailureTerminates(t *testing.T) {
 // every reconnect is refused with UNAVAILABLE; once the retries are spent
 // the stream fails with an error that carries the last refusal.
 func TestScenarioRetryableReconnectFailureExhaustedSurfacesRealError(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(0), refuse: func(conn int) error {
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(0), refuse: func(conn int) error {
 		if conn > 0 {
 			return status.Error(codes.Unavailable, "reconnect unavailable")
 		}
 		return nil
-	}})
-	s := scenarioOpen(t, f, arrowstream.WithRetries(2))
-	ctx := testCtx(t)
+	}}, arrowstream.WithRetries(2))
 	err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 1))
 	var re *zbstream.RetryError
 	if !errors.As(err, &re) || re.Attempts != 2 {
@@ -362,9 +346,7 @@ const largeRows, largeRowBytes = 10_500, 200
 func TestScenarioLargeBatchIsSplitIntoChunks(t *testing.T) {
 	for _, asIPC := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ipc=%t", asIPC), func(t *testing.T) {
-			f := startServer(t, &fakeServer{})
-			s := scenarioOpen(t, f)
-			ctx := testCtx(t)
+			f, s, ctx := scenario(t, &fakeServer{})
 			rec := wideBatchOf(0, largeRows, largeRowBytes)
 			defer rec.Release()
 			var off int64
@@ -399,9 +381,7 @@ func checkSplit(t *testing.T, f *fakeServer, min int) {
 // first frame of a batch over 2 MiB; the replay splits it again, so the
 // server receives one frame, then two or more.
 func TestScenarioLargeBatchChunkingPreservedOnRecovery(t *testing.T) {
-	f := startServer(t, &fakeServer{script: dropAt(0)})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: dropAt(0)})
 	rec := wideBatchOf(0, largeRows, largeRowBytes)
 	defer rec.Release()
 	off, err := s.IngestBatch(ctx, rec)
@@ -422,11 +402,9 @@ func TestScenarioLargeBatchChunkingPreservedOnRecovery(t *testing.T) {
 // an ack that counts more rows than were sent fails the stream even with
 // recovery enabled, and nothing is sent again.
 func TestScenarioForwardAcknowledgementIsTerminalWithRecoveryEnabled(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 		return act{raw: `{"ack_up_to_offset":0,"ack_up_to_records":3}`}
-	}})
-	s := scenarioOpen(t, f, arrowstream.WithRetries(3))
-	ctx := testCtx(t)
+	}}, arrowstream.WithRetries(3))
 	err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 2))
 	var pe *arrowstream.ProtocolError
 	if !errors.As(err, &pe) || pe.Rule != arrowstream.RowsMismatch || !errors.Is(err, zbstream.ErrProtocol) {

@@ -85,14 +85,12 @@ func threeBatches(t *testing.T, f *fakeServer) *arrowstream.Stream {
 // replays the unacknowledged batch on the new call.
 func TestScenarioClientMaxGraceBelowServers(t *testing.T) {
 	for _, limit := range []time.Duration{0, 100 * time.Millisecond} {
-		f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+		f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 			if conn == 0 && frame == 1 {
 				return act{rotate: true, grace: tenMinutes}
 			}
 			return act{ack: true}
-		}})
-		s := scenarioOpen(t, f, arrowstream.WithMaxGrace(limit))
-		ctx := testCtx(t)
+		}}, arrowstream.WithMaxGrace(limit))
 		for id := range int64(2) {
 			if err := s.Wait(ctx, ingestAt(t, ctx, s, id, 1)); err != nil {
 				t.Fatalf("max grace %v: Wait(%d) = %v", limit, id, err)
@@ -111,11 +109,9 @@ func TestScenarioClientMaxGraceBelowServers(t *testing.T) {
 // the call at once; a batch ingested after it is accepted, with the next
 // offset, and sent only on the new call.
 func TestScenarioAllAckedDuringGracefulCloseExitsEarly(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 		return act{ack: true, closeInAck: conn == 0 && frame == 1, grace: tenMinutes}
 	}})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
 	for id := range int64(2) {
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, id, 1)); err != nil {
 			t.Fatal(err)
@@ -155,11 +151,9 @@ func TestScenarioNoLostRecordsDuringCloseSignalRecovery(t *testing.T) {
 // (§12.5), where the official SDK fails the stream (§12.8).
 func TestScenarioZeroServerGrace(t *testing.T) {
 	for _, opts := range [][]arrowstream.Option{nil, {arrowstream.WithoutRecovery()}} {
-		f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+		f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 			return act{ack: conn > 0, rotate: conn == 0}
-		}})
-		s := scenarioOpen(t, f, opts...)
-		ctx := testCtx(t)
+		}}, opts...)
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 3)); err != nil {
 			t.Fatalf("recovery disabled %t: Wait = %v", opts != nil, err)
 		}
@@ -174,11 +168,9 @@ func TestScenarioZeroServerGrace(t *testing.T) {
 // server ends the call with a status no reconnect mends; that is a
 // failure like any other (§4.4), not the end of a rotation.
 func TestScenarioPostEOFPermanentErrorIsPreserved(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 		return act{rotate: true, grace: tenMinutes, code: codes.InvalidArgument}
 	}})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
 	err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 3))
 	if code, _ := statusOf(err); code != codes.InvalidArgument {
 		t.Fatalf("Wait = %v; want the INVALID_ARGUMENT that ended the call", err)
@@ -192,11 +184,9 @@ func TestScenarioPostEOFPermanentErrorIsPreserved(t *testing.T) {
 // close duration that counts more rows than its frame holds fails the
 // stream; nothing is sent again.
 func TestScenarioInvalidCloseAck(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act {
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
 		return act{raw: `{"ack_up_to_offset":0,"ack_up_to_records":4,"close_stream_duration_ms":1000}`}
 	}})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
 	err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 3))
 	var pe *arrowstream.ProtocolError
 	if !errors.As(err, &pe) || pe.Rule != arrowstream.RowsMismatch {

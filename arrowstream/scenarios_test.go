@@ -6,9 +6,10 @@ package arrowstream_test
 // fakeserver_test.go playing the official mock's part. docs/testing.md maps
 // every official test to ours; where our documented behaviour differs
 // (docs/protocol.md §12.8), the test asserts ours and says so. This file:
-// creation, ingest, flush, close, errors, timeouts, concurrency, the
-// window and Unacked. The others: scenarios_recovery_test.go,
-// scenarios_rotation_test.go, scenarios_ipc_test.go.
+// creation, ingest, flush, close, errors, timeouts, concurrency and
+// Unacked. The others: scenarios_recovery_test.go,
+// scenarios_rotation_test.go, scenarios_ipc_test.go, and
+// scenarios_later_test.go for those the official suite added later.
 
 import (
 	"context"
@@ -29,26 +30,41 @@ import (
 )
 
 // scenarioOpen opens a stream to f as the official scenarios do: frames
-// of the default size, so that each of their small batches is one frame,
-// and reconnects without a noticeable backoff.
+// of the default size, so that each of their small batches is one frame.
 func scenarioOpen(t *testing.T, f *fakeServer, opts ...arrowstream.Option) *arrowstream.Stream {
 	t.Helper()
-	opts = append([]arrowstream.Option{
-		arrowstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: 5 * time.Millisecond}),
-		arrowstream.WithSeed(1),
-	}, opts...)
-	s, err := arrowstream.New(testCtx(t), client(t, f), "main.default.t", testSchema, opts...)
-	if err != nil {
-		t.Fatal(err)
+	return open(t, f, append([]arrowstream.Option{arrowstream.WithMaxFrameBytes(arrowstream.MaxFrameBytes)}, opts...)...)
+}
+
+// scenario starts fs and opens a stream to it (scenarioOpen), and returns
+// them with the test's context.
+func scenario(t *testing.T, fs *fakeServer, opts ...arrowstream.Option) (*fakeServer, *arrowstream.Stream, context.Context) {
+	t.Helper()
+	f := startServer(t, fs)
+	return f, scenarioOpen(t, f, opts...), testCtx(t)
+}
+
+// holdAll is a script that holds every ack until hold is closed.
+func holdAll(hold <-chan struct{}) func(conn, frame int) act {
+	return func(conn, frame int) act { return act{ack: true, hold: hold} }
+}
+
+// briefly returns a context that ends 50 ms from now: it bounds a call
+// that must still be waiting then.
+func briefly(t *testing.T, ctx context.Context) context.Context {
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	t.Cleanup(cancel)
+	return short
+}
+
+// flushLanded flushes s and checks that the rows 0..n-1 reached f
+// (landed).
+func flushLanded(t *testing.T, ctx context.Context, s *arrowstream.Stream, f *fakeServer, n int64) {
+	t.Helper()
+	if err := s.Flush(ctx); err != nil {
+		t.Fatalf("Flush = %v", err)
 	}
-	t.Cleanup(func() {
-		// Bounded: a test that failed with acks still held must not wait
-		// out the default close timeout.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Close(ctx)
-	})
-	return s
+	landed(t, f, n)
 }
 
 // gate returns a channel for act.hold and the function that opens it,
@@ -119,10 +135,7 @@ func TestScenarioSuccessfulArrowStreamCreation(t *testing.T) {
 	if off := ingestAt(t, ctx, s, 0, 1); off != 0 {
 		t.Fatalf("first offset %d", off)
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	landed(t, f, 1)
+	flushLanded(t, ctx, s, f, 1)
 }
 
 // test_ingest_single_batch, and the Go SDK's TestArrowStreamWaitForOffset:
@@ -130,9 +143,7 @@ func TestScenarioSuccessfulArrowStreamCreation(t *testing.T) {
 // acknowledged it, and it went out as one frame.
 func TestScenarioIngestSingleBatch(t *testing.T) {
 	for _, rows := range []int64{3, 5} {
-		f := startServer(t, &fakeServer{})
-		s := scenarioOpen(t, f)
-		ctx := testCtx(t)
+		f, s, ctx := scenario(t, &fakeServer{})
 		off := ingestAt(t, ctx, s, 0, rows)
 		if off != 0 {
 			t.Fatalf("offset %d; want 0", off)
@@ -162,9 +173,7 @@ func TestScenarioIngestMultipleBatches(t *testing.T) {
 		{"go: MultipleBatches of 1, 2, 3 and 4 rows", []int64{1, 2, 3, 4}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f := startServer(t, &fakeServer{})
-			s := scenarioOpen(t, f)
-			ctx := testCtx(t)
+			f, s, ctx := scenario(t, &fakeServer{})
 			n := ingest(t, ctx, s, c.sizes...) // checks the offsets
 			if c.flush {
 				if err := s.Flush(ctx); err != nil {
@@ -187,38 +196,31 @@ func TestScenarioIngestMultipleBatches(t *testing.T) {
 	}
 }
 
-// test_flush_waits_for_acks: Flush does not return while the acks are
-// held back, and returns once they come.
+// test_flush_waits_for_acks and test_flush_timeout: with the acks held
+// back, a Flush bounded in time returns its bound's error (ours is bounded
+// by its context, the official SDKs' by flush_timeout_ms), and the stream
+// goes on: once the acks come, Flush returns nil.
 func TestScenarioFlushWaitsForAcks(t *testing.T) {
 	hold, release := gate()
 	defer release()
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true, hold: hold} }})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: holdAll(hold)})
 	ingestAt(t, ctx, s, 0, 1)
 	ingestAt(t, ctx, s, 1, 1)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := s.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Flush with the acks held = %v; want it still waiting", err)
+	if err := s.Flush(briefly(t, ctx)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush with the acks held = %v; want DeadlineExceeded", err)
 	}
 	release()
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	flushLanded(t, ctx, s, f, 2)
 	if got := f.framesOn(); !slices.Equal(got, []int{2}) {
 		t.Fatalf("frames per call %v; want [2]", got)
 	}
-	landed(t, f, 2)
 }
 
 // test_close_flushes_and_closes, and the Go SDK's TestArrowStreamClose:
 // Close waits for the batch's ack and ends the stream, which then takes
 // nothing more. (We have no IsClosed: a closed stream refuses ingest.)
 func TestScenarioCloseFlushesAndCloses(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	off := ingestAt(t, ctx, s, 0, 1)
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -237,9 +239,7 @@ func TestScenarioCloseFlushesAndCloses(t *testing.T) {
 // no reconnect mends, ending the call at the first frame, reaches Wait as
 // that status, with its message; the stream fails without a retry.
 func TestScenarioServerErrorPropagates(t *testing.T) {
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.InvalidArgument} }})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act { return act{code: codes.InvalidArgument} }})
 	off := ingestAt(t, ctx, s, 0, 1)
 	err := s.Wait(ctx, off)
 	if code, msg := statusOf(err); code != codes.InvalidArgument || msg != "ended by the test" || !errors.Is(err, zbstream.ErrStreamFailed) {
@@ -256,9 +256,7 @@ func TestScenarioServerErrorPropagates(t *testing.T) {
 // test_schema_mismatch_rejected: a batch of other columns is refused at
 // ingest, before any byte is sent, and the stream goes on.
 func TestScenarioSchemaMismatchRejected(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	other := otherBatch()
 	defer other.Release()
 	if _, err := s.IngestBatch(ctx, other); !errors.Is(err, arrowstream.ErrSchemaMismatch) {
@@ -270,18 +268,13 @@ func TestScenarioSchemaMismatchRejected(t *testing.T) {
 	if off := ingestAt(t, ctx, s, 0, 1); off != 0 {
 		t.Fatalf("offset after the refusal %d; want 0", off)
 	}
-	if err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	landed(t, f, 1)
+	flushLanded(t, ctx, s, f, 1)
 }
 
 // test_ingest_after_close_rejected, and the Go SDK's
 // TestArrowStreamIngestAfterClose: after Close an ingest is refused.
 func TestScenarioIngestAfterCloseRejected(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{})
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -301,9 +294,7 @@ func TestScenarioAckTimeout(t *testing.T) {
 	t.Run("no ack within the ack timeout", func(t *testing.T) {
 		hold, release := gate()
 		defer release()
-		f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true, hold: hold} }})
-		s := scenarioOpen(t, f, arrowstream.WithoutRecovery(), arrowstream.WithTimeouts(0, 100*time.Millisecond, 0))
-		ctx := testCtx(t)
+		_, s, ctx := scenario(t, &fakeServer{script: holdAll(hold)}, arrowstream.WithoutRecovery(), arrowstream.WithTimeouts(0, 100*time.Millisecond, 0))
 		off := ingestAt(t, ctx, s, 0, 1)
 		if err := s.Wait(ctx, off); !errors.Is(err, zbstream.ErrAckTimeout) {
 			t.Fatalf("Wait = %v; want ErrAckTimeout", err)
@@ -313,9 +304,7 @@ func TestScenarioAckTimeout(t *testing.T) {
 		}
 	})
 	t.Run("the server ends the call without an ack", func(t *testing.T) {
-		f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{end: true} }})
-		s := scenarioOpen(t, f, arrowstream.WithoutRecovery())
-		ctx := testCtx(t)
+		f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act { return act{end: true} }}, arrowstream.WithoutRecovery())
 		off := ingestAt(t, ctx, s, 0, 1)
 		err := s.Wait(ctx, off)
 		var ce *zbstream.ConnectionError
@@ -328,35 +317,10 @@ func TestScenarioAckTimeout(t *testing.T) {
 	})
 }
 
-// test_flush_timeout: a Flush bounded in time returns when its bound
-// passes with the ack still held. Ours is bounded by its context (the
-// official SDKs by flush_timeout_ms), and the stream goes on: the ack
-// that comes later makes the batch durable.
-func TestScenarioFlushTimeout(t *testing.T) {
-	hold, release := gate()
-	defer release()
-	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true, hold: hold} }})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
-	ingestAt(t, ctx, s, 0, 1)
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	defer cancel()
-	if err := s.Flush(short); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Flush = %v; want DeadlineExceeded", err)
-	}
-	release()
-	if err := s.Flush(ctx); err != nil {
-		t.Fatalf("Flush after the ack = %v", err)
-	}
-	landed(t, f, 1)
-}
-
 // test_idempotent_close, and the Go SDK's TestArrowStreamIdempotentClose:
 // a second Close returns nil as the first did.
 func TestScenarioIdempotentClose(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{})
 	for i := range 2 {
 		if err := s.Close(ctx); err != nil {
 			t.Fatalf("Close %d = %v", i+1, err)
@@ -382,9 +346,7 @@ func TestScenarioEmptyFlush(t *testing.T) {
 // each; the ten offsets are 0..9, each once, and each becomes durable.
 func TestScenarioConcurrentBatchIngestion(t *testing.T) {
 	const tasks, each = 5, 2
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f, arrowstream.WithMaxInflight(tasks*each+10, arrowstream.DefaultMaxInflightBytes))
-	ctx := testCtx(t)
+	f, s, ctx := scenario(t, &fakeServer{}, arrowstream.WithMaxInflight(tasks*each+10, arrowstream.DefaultMaxInflightBytes))
 	offsets := make([][]int64, tasks)
 	errs := make([]error, tasks)
 	var wg sync.WaitGroup
@@ -424,9 +386,7 @@ func TestScenarioConcurrentBatchIngestion(t *testing.T) {
 // everything, Unacked is empty. (The Go SDK's GetUnackedBatches fails on a
 // closed stream; ours, like the Rust SDK's, answers.)
 func TestScenarioGetUnackedBatchesEmptyWhenAllAcked(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{})
 	for id := range int64(2) {
 		if err := s.Wait(ctx, ingestAt(t, ctx, s, id, 1)); err != nil {
 			t.Fatal(err)
@@ -445,9 +405,7 @@ func TestScenarioGetUnackedBatchesEmptyWhenAllAcked(t *testing.T) {
 // Wait fails for the second only, and Unacked holds it alone. Close of
 // the failed stream returns nil (docs/protocol.md §12.8).
 func TestScenarioGetUnackedBatchesAfterFailure(t *testing.T) {
-	f := startServer(t, &fakeServer{script: failSecond})
-	s := scenarioOpen(t, f, arrowstream.WithoutRecovery())
-	ctx := testCtx(t)
+	_, s, ctx := scenario(t, &fakeServer{script: failSecond}, arrowstream.WithoutRecovery())
 	if err := s.Wait(ctx, ingestAt(t, ctx, s, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
