@@ -157,9 +157,19 @@ func TestScenarioMaxInflightBatches(t *testing.T) {
 // second call. Our acks are per frame (§12.4), so the acknowledged prefix
 // is the first frame of a batch split into several.
 func TestScenarioGetUnackedBatchesSlicesPartiallyAcked(t *testing.T) {
-	f, s, ctx := scenario(t, &fakeServer{script: failSecond}, arrowstream.WithoutRecovery(), arrowstream.WithMaxFrameBytes(1024))
+	// The failure at the second frame waits until both batches are in.
+	hold, release := gate()
+	defer release()
+	f, s, ctx := scenario(t, &fakeServer{script: func(conn, frame int) act {
+		if frame == 0 {
+			return act{ack: true}
+		}
+		return act{hold: hold, code: codes.InvalidArgument}
+	}}, arrowstream.WithoutRecovery(), arrowstream.WithMaxFrameBytes(1024))
 	ingestAt(t, ctx, s, 0, 60) // frames of 1 KiB: several
-	if err := s.Wait(ctx, ingestAt(t, ctx, s, 60, 1)); err == nil {
+	second := ingestAt(t, ctx, s, 60, 1)
+	release()
+	if err := s.Wait(ctx, second); err == nil {
 		t.Fatal("Wait after the failure = nil")
 	}
 	f.mu.Lock()
