@@ -124,14 +124,20 @@ func statusOf(err error) (codes.Code, string) {
 
 // test_successful_arrow_stream_creation, and the Go SDK's
 // TestArrowStreamCreation: a stream opens once the server answers the
-// schema with its ready signal, and is open (it takes a batch).
+// schema with its ready signal, on a call that names the table and
+// carries the credentials (the official tests' headers provider), and is
+// open (it takes a batch).
 func TestScenarioSuccessfulArrowStreamCreation(t *testing.T) {
-	f := startServer(t, &fakeServer{})
-	s := scenarioOpen(t, f)
+	f, s, ctx := scenario(t, &fakeServer{})
 	if k := f.counts(); k.conns != 1 || k.frames != 0 {
 		t.Fatalf("%d calls, %d data frames after New; want the one call and no data", k.conns, k.frames)
 	}
-	ctx := testCtx(t)
+	f.mu.Lock()
+	md := f.md[0]
+	f.mu.Unlock()
+	if table, auth := md.Get("x-databricks-zerobus-table-name"), md.Get("authorization"); !slices.Equal(table, []string{"main.default.t"}) || !slices.Equal(auth, []string{"Bearer tok"}) {
+		t.Fatalf("call metadata: table %v, authorization %v", table, auth)
+	}
 	if off := ingestAt(t, ctx, s, 0, 1); off != 0 {
 		t.Fatalf("first offset %d", off)
 	}
