@@ -27,6 +27,10 @@ type act struct {
 	drop   bool       // then end the call with UNAVAILABLE
 	end    bool       // then end the call cleanly
 	code   codes.Code // then end the call with this status, if not OK
+
+	hold       <-chan struct{} // wait until it is closed (or the call ends) to go on
+	closeInAck bool            // the ack itself carries close_stream_duration_ms grace
+	lateAck    bool            // with rotate: the notice goes first, before hold and the ack
 }
 
 // fakeServer is a Flight DoPut server that stores the rows of column
@@ -38,6 +42,9 @@ type fakeServer struct {
 	// script decides, for frame (connection-local offset) of connection
 	// conn (from 0), what to do; nil acks every frame.
 	script func(conn, frame int) act
+	// byRows, when set, decides instead of script, knowing the ids of the
+	// frame's rows too.
+	byRows func(conn, frame int, ids []int64) act
 	// ready, when set, replaces the ready signal.
 	ready string
 	// refuse, when set, may end a call at its start with an error.
@@ -50,6 +57,7 @@ type fakeServer struct {
 	ackedOn   map[int64]int  // the connection that acknowledged each
 	resentAck []int64        // ids sent again after they were acknowledged
 	frames    int            // data frames received
+	perConn   []int          // data frames received on each connection
 	maxFrame  int            // the largest data frame, in bytes
 	md        []metadata.MD  // each call's metadata
 	violation []string       // the client's breaches of the protocol
@@ -124,6 +132,7 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 	conn := f.conns
 	f.conns++
 	f.md = append(f.md, md)
+	f.perConn = append(f.perConn, 0)
 	f.mu.Unlock()
 	if f.refuse != nil {
 		if err := f.refuse(conn); err != nil {
@@ -165,6 +174,7 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		ids := r.RecordBatch().Column(0).(*array.Int64).Int64Values()
 		f.mu.Lock()
 		f.frames++
+		f.perConn[conn]++
 		f.maxFrame = max(f.maxFrame, size)
 		for _, id := range ids {
 			// A row acknowledged on this connection or an earlier one must
@@ -180,8 +190,23 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 		pendingIDs = append(pendingIDs, ids...)
 
 		a := act{ack: true}
-		if f.script != nil {
+		switch {
+		case f.byRows != nil:
+			a = f.byRows(conn, frame, ids)
+		case f.script != nil:
 			a = f.script(conn, frame)
+		}
+		if a.rotate && a.lateAck {
+			if err := notice(st, a.grace); err != nil {
+				return err
+			}
+		}
+		if a.hold != nil {
+			select {
+			case <-a.hold:
+			case <-st.Context().Done():
+				return st.Context().Err()
+			}
 		}
 		switch {
 		case a.raw != "":
@@ -199,13 +224,15 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 			f.mu.Unlock()
 			pendingIDs = pendingIDs[:0]
 			ack := fmt.Sprintf(`{"ack_up_to_offset":%d,"ack_up_to_records":%d}`, frame, rows)
+			if a.closeInAck {
+				ack = fmt.Sprintf(`{"ack_up_to_offset":%d,"ack_up_to_records":%d,"close_stream_duration_ms":%d}`, frame, rows, a.grace)
+			}
 			if err := st.Send(&flight.PutResult{AppMetadata: []byte(ack)}); err != nil {
 				return err
 			}
 		}
-		if a.rotate {
-			notice := fmt.Sprintf(`{"ack_up_to_offset":-1,"ack_up_to_records":0,"close_stream_duration_ms":%d}`, a.grace)
-			if err := st.Send(&flight.PutResult{AppMetadata: []byte(notice)}); err != nil {
+		if a.rotate && !a.lateAck {
+			if err := notice(st, a.grace); err != nil {
 				return err
 			}
 		}
@@ -228,6 +255,12 @@ func (f *fakeServer) DoPut(st flight.FlightService_DoPutServer) error {
 	return nil
 }
 
+// notice sends a close-only rotation notice of grace ms.
+func notice(st flight.FlightService_DoPutServer, grace int) error {
+	notice := fmt.Sprintf(`{"ack_up_to_offset":-1,"ack_up_to_records":0,"close_stream_duration_ms":%d}`, grace)
+	return st.Send(&flight.PutResult{AppMetadata: []byte(notice)})
+}
+
 // counts is what the server has seen so far.
 type counts struct{ conns, frames, maxFrame int }
 
@@ -235,6 +268,13 @@ func (f *fakeServer) counts() counts {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return counts{f.conns, f.frames, f.maxFrame}
+}
+
+// framesOn returns the data frames received on each connection so far.
+func (f *fakeServer) framesOn() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.perConn...)
 }
 
 // idsReceived returns how often each id arrived.

@@ -237,10 +237,16 @@ func (s *Stream) drain(c *conn) (outcome, error) {
 }
 
 // sendPending writes every pending frame on c, one at a time, stopping
-// early when a rotation notice or the call's end is waiting.
+// early when a rotation notice or the call's end is waiting. The notice is
+// looked for under mu, which apply holds when it queues one: a batch
+// ingested after the notice was applied is never sent on c.
 func (s *Stream) sendPending(c *conn) error {
-	for len(c.rotate) == 0 && len(c.events) == 0 {
+	for len(c.events) == 0 {
 		s.mu.Lock()
+		if len(c.rotate) != 0 {
+			s.mu.Unlock()
+			return nil
+		}
 		s.spans = s.m.Pending(s.spans[:0])
 		if len(s.spans) == 0 {
 			s.mu.Unlock()
