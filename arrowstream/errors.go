@@ -40,7 +40,9 @@ const (
 	AckAboveSent = flightfsm.AckAboveSent
 	// AckBackwards: an ack below one already received on the connection.
 	AckBackwards = flightfsm.AckBackwards
-	// RowsMismatch: ack_up_to_records is not the number of rows of the
-	// frames acknowledged.
+	// RowsMismatch: ack_up_to_records is more than the rows sent through
+	// the frame acknowledged.
 	RowsMismatch = flightfsm.RowsMismatch
+	// RowsBackwards: ack_up_to_records is below an earlier ack's.
+	RowsBackwards = flightfsm.RowsBackwards
 )

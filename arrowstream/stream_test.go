@@ -269,7 +269,7 @@ func TestMalformedAckFailsTheStream(t *testing.T) {
 		{"beyond sent", `{"ack_up_to_offset":7,"ack_up_to_records":10}`, arrowstream.AckAboveSent},
 		{"bad json", `{"ack_up_to_offset":0,`, arrowstream.MalformedAck},
 		{"mistyped", `{"ack_up_to_offset":"0","ack_up_to_records":1}`, arrowstream.MalformedAck},
-		{"rows not the frames'", `{"ack_up_to_offset":0,"ack_up_to_records":1}`, arrowstream.RowsMismatch},
+		{"more rows than sent", `{"ack_up_to_offset":0,"ack_up_to_records":4}`, arrowstream.RowsMismatch},
 		{"second ready", `{"ack_up_to_offset":-1,"ack_up_to_records":0}`, arrowstream.SecondReady},
 	}
 	for _, c := range cases {

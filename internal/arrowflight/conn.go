@@ -254,10 +254,10 @@ func (s *Stream) sendPending(c *conn) error {
 		}
 		sp := s.spans[0]
 		e := s.kept[sp.Batch-s.keptFirst]
-		i := e.frameAt(sp.From)
-		if i < 0 {
+		i, err := s.frameFrom(e, sp.From)
+		if err != nil {
 			s.mu.Unlock()
-			return fmt.Errorf("%w: batch %d has no frame starting at row %d", flightfsm.ErrMisuse, sp.Batch, sp.From)
+			return fmt.Errorf("batch %d from row %d: %w", sp.Batch, sp.From, err)
 		}
 		if s.m.InFlight() == 0 {
 			s.lastAck = time.Now() // the ack timer starts with the first frame in flight

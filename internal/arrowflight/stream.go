@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/internal/arrowflight/flightfsm"
@@ -251,7 +253,12 @@ func (s *Stream) Unacked() []arrow.RecordBatch {
 	var parts [][]*flight.FlightData
 	for _, sp := range s.m.Unacked(nil) {
 		e := s.kept[sp.Batch-s.keptFirst]
-		parts = append(parts, e.frames[e.frameAt(sp.From):])
+		i, err := s.frameFrom(e, sp.From)
+		if err != nil {
+			s.mu.Unlock()
+			panic(fmt.Sprintf("arrowstream: a kept frame does not decode: %v", err))
+		}
+		parts = append(parts, e.frames[i:])
 	}
 	s.mu.Unlock()
 	out := make([]arrow.RecordBatch, 0, len(parts))
@@ -265,18 +272,56 @@ func (s *Stream) Unacked() []arrow.RecordBatch {
 	return out
 }
 
-// frameAt returns the index of the frame that starts at row, or -1:
-// durable prefixes end at frame boundaries, acks being per frame.
-func (e *encoded) frameAt(row int64) int {
-	if row == 0 {
-		return 0
-	}
+// frameFrom returns the index of e's frame that starts at row, the first
+// row of a batch not yet durable. Acks count rows, and a server may make
+// a frame durable in part: then the frame holding row is cut in two at
+// row (decoded, and its two parts encoded again), so that what is
+// replayed, or handed back by Unacked, starts exactly there. Call it with
+// mu held.
+func (s *Stream) frameFrom(e *encoded, row int64) (int, error) {
+	start := int64(0)
 	for i, end := range e.ends {
-		if end == row {
-			return i + 1
+		switch {
+		case row == start:
+			return i, nil
+		case row < end:
+			return i + 1, s.cut(e, i, start, row)
 		}
+		start = end
 	}
-	return -1
+	return -1, fmt.Errorf("%w: no frame holds row %d", flightfsm.ErrMisuse, row)
+}
+
+// cut replaces e's frame i, rows [start, end), by the frames of rows
+// [start, row) and [row, end), keeping the byte counts true.
+func (s *Stream) cut(e *encoded, i int, start, row int64) error {
+	rec, err := s.enc.decode(e.frames[i : i+1])
+	if err != nil {
+		return err
+	}
+	defer rec.Release()
+	var frames []*flight.FlightData
+	var ends []int64
+	var size int64
+	for _, part := range [][2]int64{{0, row - start}, {row - start, rec.NumRows()}} {
+		slice := rec.NewSlice(part[0], part[1])
+		enc, err := s.enc.encode(slice)
+		slice.Release()
+		if err != nil {
+			return err
+		}
+		frames = append(frames, enc.frames...)
+		for _, end := range enc.ends {
+			ends = append(ends, start+part[0]+end)
+		}
+		size += enc.bytes
+	}
+	old := int64(proto.Size(e.frames[i]))
+	e.frames = slices.Concat(e.frames[:i], frames, e.frames[i+1:])
+	e.ends = slices.Concat(e.ends[:i], ends, e.ends[i+1:])
+	e.bytes += size - old
+	s.bytes += size - old
+	return nil
 }
 
 // Err returns the stream's failure: nil while it runs and after a Close

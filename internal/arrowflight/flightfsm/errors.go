@@ -29,9 +29,11 @@ const (
 	AckAboveSent
 	// AckBackwards: an ack below one already received on the connection.
 	AckBackwards
-	// RowsMismatch: ack_up_to_records is not the number of rows of the
-	// frames acknowledged.
+	// RowsMismatch: ack_up_to_records is more than the rows sent
+	// through the frame acknowledged.
 	RowsMismatch
+	// RowsBackwards: ack_up_to_records is below an earlier ack's.
+	RowsBackwards
 )
 
 var ruleNames = [...]string{
@@ -41,7 +43,8 @@ var ruleNames = [...]string{
 	SentinelWithRows: "ready offset with rows",
 	AckAboveSent:     "ack beyond the highest frame sent",
 	AckBackwards:     "ack below an earlier ack",
-	RowsMismatch:     "acknowledged rows do not match the frames acknowledged",
+	RowsMismatch:     "more rows acknowledged than sent through the frame acknowledged",
+	RowsBackwards:    "acknowledged rows below an earlier ack's",
 }
 
 // String returns the rule's description.
@@ -75,6 +78,8 @@ func (e *ProtocolError) Error() string {
 		return fmt.Sprintf("arrowstream: protocol violation: %s: frame %d, earlier ack %d", e.Rule, e.Got, e.Bound)
 	case RowsMismatch:
 		return fmt.Sprintf("arrowstream: protocol violation: %s: %d rows, the frames hold %d", e.Rule, e.Got, e.Bound)
+	case RowsBackwards:
+		return fmt.Sprintf("arrowstream: protocol violation: %s: %d rows, earlier ack %d", e.Rule, e.Got, e.Bound)
 	}
 	if e.Detail != "" {
 		return fmt.Sprintf("arrowstream: protocol violation: %s: %s", e.Rule, e.Detail)

@@ -22,10 +22,10 @@ type batch struct {
 }
 
 // frame is one FlightData sent on the current connection and not yet
-// acknowledged: it ends at row end of batch, and cum is the connection's
-// row count through it.
+// wholly acknowledged: rows [start, end) of batch, and cum is the
+// connection's row count through it.
 type frame struct {
-	batch, end, cum int64
+	batch, start, end, cum int64
 }
 
 // Machine is the state of one Arrow Flight stream: its logical batches
@@ -121,7 +121,7 @@ func (m *Machine) Sent(conn uint64, batchOff, from, to int64) (int64, error) {
 	b.sent = to
 	m.sentRows += to - from
 	off := m.base + int64(len(m.frames))
-	m.frames = append(m.frames, frame{batch: batchOff, end: to, cum: m.sentRows})
+	m.frames = append(m.frames, frame{batch: batchOff, start: from, end: to, cum: m.sentRows})
 	return off, nil
 }
 
@@ -188,20 +188,37 @@ func (m *Machine) Receive(conn uint64, a Ack) (Result, error) {
 	case a.Offset < m.acked:
 		return Result{}, m.fail(&ProtocolError{Rule: AckBackwards, Got: a.Offset, Bound: m.acked})
 	}
-	want := m.ackedRows
-	if a.Offset > m.acked {
-		want = m.frames[a.Offset-m.base].cum
+	// The row count is the durable boundary: at least what earlier acks
+	// made durable, at most the rows sent through frame a.Offset. It may
+	// end inside a frame (a frame the server made durable in part), and
+	// a later ack may name the same frame again with more of its rows.
+	limit := m.ackedRows
+	if a.Offset >= m.base {
+		limit = m.frames[a.Offset-m.base].cum
 	}
-	if a.Rows != want {
-		return Result{}, m.fail(&ProtocolError{Rule: RowsMismatch, Got: a.Rows, Bound: want})
+	switch {
+	case a.Rows > limit:
+		return Result{}, m.fail(&ProtocolError{Rule: RowsMismatch, Got: a.Rows, Bound: limit})
+	case a.Rows < m.ackedRows:
+		return Result{}, m.fail(&ProtocolError{Rule: RowsBackwards, Got: a.Rows, Bound: m.ackedRows})
 	}
 	r.From = m.first
-	for _, f := range m.frames[:a.Offset-m.base+1] {
+	done := 0 // frames wholly durable now
+	for _, f := range m.frames {
+		if f.cum > a.Rows {
+			if before := f.cum - (f.end - f.start); a.Rows > before {
+				// durable in part: its batch up to the row a.Rows ends at
+				m.batches[f.batch-m.first].durable = f.end - (f.cum - a.Rows)
+			}
+			break
+		}
 		m.batches[f.batch-m.first].durable = f.end
+		done++
 	}
 	r.Rows = a.Rows - m.ackedRows
-	m.frames = append(m.frames[:0], m.frames[a.Offset-m.base+1:]...)
-	m.base, m.acked, m.ackedRows = a.Offset+1, a.Offset, a.Rows
+	m.frames = append(m.frames[:0], m.frames[done:]...)
+	m.base += int64(done)
+	m.acked, m.ackedRows = a.Offset, a.Rows
 	for len(m.batches) > 0 && m.batches[0].durable == m.batches[0].rows {
 		m.batches = m.batches[1:]
 		m.first++

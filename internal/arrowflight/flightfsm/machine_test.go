@@ -105,6 +105,48 @@ func TestRepeatedAndBackwardAcks(t *testing.T) {
 	wantRule(t, err, AckBackwards)
 }
 
+// The row count is the durable boundary, and may end inside a frame: the
+// frame's batch is durable up to that row, the same frame may be named
+// again with more rows, a reconnect sends the batch from the first row
+// not durable, and a count below an earlier one breaks the rules.
+func TestAckInsideAFrame(t *testing.T) {
+	m, c := ready(t, 5, 4)
+	mustSend(t, m, c, 0, 0, 3, 0)
+	mustSend(t, m, c, 0, 3, 5, 1)
+	mustSend(t, m, c, 1, 0, 4, 2)
+	res, err := m.Receive(c, Ack{Offset: 0, Rows: 2})
+	if err != nil || res.Rows != 2 || res.Completed != 0 || m.InFlight() != 3 {
+		t.Fatalf("2 of frame 0's 3 rows: %+v, %v, %d in flight", res, err, m.InFlight())
+	}
+	if u := m.Unacked(nil); !slices.Equal(u, []Span{{0, 2, 5}, {1, 0, 4}}) {
+		t.Fatalf("unacked = %v", u)
+	}
+	res, err = m.Receive(c, Ack{Offset: 0, Rows: 3})
+	if err != nil || res.Rows != 1 || m.InFlight() != 2 {
+		t.Fatalf("the rest of frame 0: %+v, %v, %d in flight", res, err, m.InFlight())
+	}
+	res, err = m.Receive(c, Ack{Offset: 2, Rows: 7})
+	if err != nil || res.Rows != 4 || res.Completed != 1 || res.From != 0 || m.InFlight() != 1 {
+		t.Fatalf("through row 2 of batch 1 at frame 2: %+v, %v, %d in flight", res, err, m.InFlight())
+	}
+	if u := m.Unacked(nil); !slices.Equal(u, []Span{{1, 2, 4}}) {
+		t.Fatalf("unacked = %v", u)
+	}
+	c2 := m.Connect()
+	if _, err := m.Receive(c2, Ack{Offset: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if p := m.Pending(nil); !slices.Equal(p, []Span{{1, 2, 4}}) {
+		t.Fatalf("pending after reconnect = %v", p)
+	}
+	mustSend(t, m, c2, 1, 2, 4, 0)
+	if _, err := m.Receive(c2, Ack{Offset: 0, Rows: 1}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Receive(c2, Ack{Offset: 0, Rows: 0})
+	wantRule(t, err, RowsBackwards)
+}
+
 func TestRotation(t *testing.T) {
 	m, c := ready(t, 2)
 	res, err := m.Receive(c, Ack{Offset: -1, HasClose: true, Close: time.Second})
@@ -131,8 +173,8 @@ func TestProtocolViolations(t *testing.T) {
 		{"second ready", Ack{Offset: -1}, SecondReady, false},
 		{"sentinel with rows", Ack{Offset: -1, Rows: 3, HasClose: true}, SentinelWithRows, false},
 		{"beyond sent", Ack{Offset: 2, Rows: 5}, AckAboveSent, false},
-		{"rows too few", Ack{Offset: 1, Rows: 2}, RowsMismatch, false},
-		{"rows too many", Ack{Offset: 0, Rows: 4}, RowsMismatch, false},
+		{"rows beyond the frame", Ack{Offset: 0, Rows: 4}, RowsMismatch, false},
+		{"rows beyond those sent", Ack{Offset: 1, Rows: 6}, RowsMismatch, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
