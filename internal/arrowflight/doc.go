@@ -30,7 +30,7 @@
 //	stream.go   Stream, New, IngestBatch, IngestIPC, Wait, Flush, Unacked, Err
 //	close.go    Close
 //	options.go  Option and the With* options, Compression, defaults
-//	encode.go   batches to frames of at most MaxFrameBytes, and back
+//	encode.go   batches to frames of at most MaxFrameBytes, and back; CheckSchema
 //	run.go      the connection loop: recovery, budget, backoff
 //	conn.go     one DoPut call: open, ready signal, sending, acks, rotation
 //	observe.go  the stream's events to a zbstream.Observer

@@ -42,11 +42,8 @@ type encoder struct {
 }
 
 func newEncoder(schema *arrow.Schema, c Compression, maxFrame int) (*encoder, error) {
-	if schema == nil {
-		return nil, configErr("schema", "is nil")
-	}
-	if f, ok := dictionaryField(schema.Fields()); ok {
-		return nil, configErr("schema", fmt.Sprintf("field %q is dictionary-encoded, which Arrow Flight ingestion does not take", f))
+	if err := CheckSchema(schema); err != nil {
+		return nil, err
 	}
 	opts := []ipc.Option{ipc.WithSchema(schema)}
 	switch c {
@@ -63,6 +60,21 @@ func newEncoder(schema *arrow.Schema, c Compression, maxFrame int) (*encoder, er
 	}
 	e.head = sink.frames[0]
 	return e, nil
+}
+
+// CheckSchema returns the *zbstream.ConfigError New returns for schema,
+// or nil when a stream may be opened with it: a nil schema, or one with a
+// dictionary-encoded field (nested or not), is refused. It is for callers
+// that want to refuse a schema before they dial, or before they do work
+// that only makes sense if the stream can take it.
+func CheckSchema(schema *arrow.Schema) error {
+	if schema == nil {
+		return configErr("schema", "is nil")
+	}
+	if f, ok := dictionaryField(schema.Fields()); ok {
+		return configErr("schema", fmt.Sprintf("field %q is dictionary-encoded, which Arrow Flight ingestion does not take", f))
+	}
+	return nil
 }
 
 // dictionaryField returns the name of a dictionary-encoded field, nested
