@@ -1,6 +1,8 @@
 // Package proc holds what the zbstream command needs of the child
 // processes it starts (the demo's server and clients, bench -rss's client):
-// their peak memory, and a writer their output can share.
+// their peak memory, and a writer their output can share; and what the
+// command measures of itself: its CPU time (CPUTime, for bench's CPU per
+// row) and its own peak memory (VmHWM("self")).
 //
 // There are two measures of peak memory, for two uses. PeakRSS is
 // ru_maxrss from wait4, which bench -rss reads once its child has ended.
