@@ -1,5 +1,6 @@
 // Package ingest is "zbstream ingest": a JSON-lines or length-delimited
-// protobuf file into a table, exactly once, resumable after any crash. A
+// protobuf file into a table, exactly once, resumable after any crash (or
+// an Arrow or Parquet file, at least once, see below). A
 // state file beside the input pins how the file maps to offsets (calls of
 // fixed records and bytes) and which persistent stream holds them; a new
 // run resumes that stream and sends only what lies above its watermark.
@@ -21,6 +22,16 @@
 // has become since. It takes one table: -table-field is refused, as with
 // -avro-schema.
 //
+// With -format arrow (an Arrow IPC file, stream or file format) or
+// -format parquet the file's rows go, in batches of -batch-size rows,
+// through an Arrow Flight stream (internal/arrowflight) into one table.
+// Such a stream has no id to resume and no watermark to ask for, so the
+// state file keeps the rows durable so far, as acks arrive, and a rerun
+// skips them: at least once across a crash (rows in flight when it
+// happened are sent again), and rows recorded durable are never sent
+// again. The file's schema is the stream's; the flags of JSON lines are
+// refused.
+//
 // Where things are:
 //
 //	ingest.go          Run: flags, state file, one table or routed
@@ -40,4 +51,10 @@
 //	route_scan.go      which table each record goes to
 //	route_store.go     the state file as the Writer's Store
 //	route_progress.go  durable counts of a routed run
+//	arrow.go           -format arrow|parquet: send after the durable rows, close
+//	arrow_flags.go     -format, and the flags it refuses
+//	arrow_source.go    the Arrow IPC or Parquet file: schema, rows, readers
+//	arrow_batches.go   the file's batches cut into batches of -batch-size rows
+//	arrow_state.go     the state file of an Arrow ingestion: the rows durable
+//	arrow_acks.go      acks to durable rows, saved as they come
 package ingest

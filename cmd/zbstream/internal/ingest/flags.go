@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,7 +104,8 @@ type flags struct {
 	batchBytes                              int64
 	interval, closeTimeout                  time.Duration
 	file                                    string
-	batchSet                                bool // -batch-size or -batch-bytes given
+	batchSet                                bool   // -batch-size or -batch-bytes given
+	format                                  string // -format: json, arrow or parquet
 }
 
 // flagSet defines the ingest flags on a new flag set; parsing it
@@ -114,6 +116,7 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.endpoint, "endpoint", "", "server `URL`: https://host[:port], host:port (TLS) or http://host:port (plaintext)")
 	fs.StringVar(&f.token, "token", "", "bearer `token` (default: $ZBSTREAM_TOKEN; none for a server in open mode)")
 	fs.StringVar(&f.table, "table", "", "target `table`: catalog.schema.table")
+	fs.StringVar(&f.format, "format", formatFlagJSON, "what FILE holds: json (JSON lines, or the records the flags below say), arrow (an Arrow IPC file, stream or file format) or parquet (a Parquet file)")
 	fs.StringVar(&f.tableField, "table-field", "", "route each JSON line to the table named by its top-level string `field` (instead of -table)")
 	fs.IntVar(&f.maxOpen, "max-open-streams", defaultMaxOpen, "with -table-field: streams open at once, at most `N`")
 	fs.StringVar(&f.caFile, "ca-file", "", "trust the CA certificates in this PEM `file` instead of the system roots")
@@ -125,7 +128,7 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.avroSchema, "avro-schema", "", "Avro record schema `file` (.avsc): each JSON line is encoded as a datum of it and sent on an Avro stream")
 	fs.Var(&f.tableSchema, "table-schema", "send each JSON line as a proto record of the table's Unity Catalog schema, read from -workspace-url; -table-schema=FILE reads it from FILE instead (the tables API's answer saved as JSON)")
 	fs.StringVar(&f.workspaceURL, "workspace-url", "", "with -table-schema: the Databricks workspace `URL` whose Unity Catalog holds the table, e.g. https://my-workspace.cloud.databricks.com")
-	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, "records per call (fixed in the state file when the ingestion starts)")
+	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, fmt.Sprintf("records per call; with -format arrow or parquet, rows per batch, %d unless given (fixed in the state file when the ingestion starts)", defaultArrowBatchRows))
 	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
 	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
@@ -149,6 +152,10 @@ func parseFlags(args []string, stderr io.Writer) (*flags, error) {
 			f.batchSet = true
 		}
 	})
+	if err := f.checkFormat(fs); err != nil {
+		fs.Usage()
+		return nil, err
+	}
 	switch {
 	case len(pos) != 1:
 		fs.Usage()

@@ -43,6 +43,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return f.clientErr(err)
 	}
 	defer client.Close()
+	if f.format != formatFlagJSON {
+		return runArrow(ctx, f, client, start, stdout, stderr)
+	}
 	src := source{path: f.file, format: formatJSON}
 	if f.descSet != "" {
 		md, err := loadMessage(f.descSet, f.message)

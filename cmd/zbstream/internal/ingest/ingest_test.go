@@ -613,7 +613,7 @@ func TestIngestUnreachable(t *testing.T) {
 
 func TestIngestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(&b, true, 0, 1000, 100, func() int64 { return 400 })
+	p := newProgress(&b, true, 0, 1000, 100, func() int64 { return 400 }, "record")
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()
@@ -624,7 +624,7 @@ func TestIngestProgressBar(t *testing.T) {
 		}
 	}
 	b.Reset()
-	p = newProgress(&b, false, 0, 1000, 0, func() int64 { return 500 })
+	p = newProgress(&b, false, 0, 1000, 0, func() int64 { return 500 }, "record")
 	p.start = time.Now().Add(-time.Second)
 	p.report()
 	p.end()

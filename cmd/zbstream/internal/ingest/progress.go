@@ -88,6 +88,7 @@ type progress struct {
 	base     int64 // records durable before this run
 	start    time.Time
 	durable  func() int64
+	unit     string // what is counted: "record", "row"
 
 	stop chan struct{}
 	done chan struct{}
@@ -95,8 +96,8 @@ type progress struct {
 	drew bool // a bar is on the line
 }
 
-func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64) *progress {
-	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable,
+func newProgress(w io.Writer, tty bool, interval time.Duration, total, base int64, durable func() int64, unit string) *progress {
+	p := &progress{w: w, tty: tty, interval: interval, total: total, base: base, durable: durable, unit: unit,
 		start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if tty && interval > 0 {
 		p.interval = 200 * time.Millisecond
@@ -144,11 +145,20 @@ func (p *progress) report() {
 		if fill > 0 && fill < width {
 			bar = strings.Repeat("=", fill-1) + ">" + strings.Repeat(" ", width-fill)
 		}
-		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%s  %s rec/s  ETA %s", bar, pct, n, plural(p.total, "record"), fmtRate(rate), eta)
+		fmt.Fprintf(p.w, "\r\033[K[%s] %5.1f%% %d/%s  %s %s/s  ETA %s", bar, pct, n, plural(p.total, p.unit), fmtRate(rate), p.rateUnit(), eta)
 		p.drew = true
 		return
 	}
-	fmt.Fprintf(p.w, "ingest: %d/%s durable (%.1f%%), %s rec/s, ETA %s\n", n, plural(p.total, "record"), pct, fmtRate(rate), eta)
+	fmt.Fprintf(p.w, "ingest: %d/%s durable (%.1f%%), %s %s/s, ETA %s\n", n, plural(p.total, p.unit), pct, fmtRate(rate), p.rateUnit(), eta)
+}
+
+// rateUnit is the unit of the rate shown: "rec" for records, as it
+// always was, the unit itself otherwise.
+func (p *progress) rateUnit() string {
+	if p.unit == "record" {
+		return "rec"
+	}
+	return p.unit + "s"
 }
 
 // end stops the reports and clears the bar.

@@ -109,7 +109,7 @@ func (r *routedSender) run(ctx context.Context, client *zbstream.Client) error {
 		return cli.WithCode(cli.ExitFailure, err)
 	}
 	r.w = w
-	prog := newProgress(r.stderr, isTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable)
+	prog := newProgress(r.stderr, isTerminal(r.stderr), f.interval, r.st.Records, 0, r.tr.durable, "record")
 	sendErr := r.send(ctx)
 	if sendErr == nil {
 		// Every call is sent: wait until it is durable, Ctrl-C still heard.

@@ -149,7 +149,7 @@ func (r *run) send(ctx context.Context) error {
 	r.base = records
 	r.tr.durable = mark{offset: r.resumedAt, records: records, first: b.first, last: b.last}
 	r.prog = newProgress(r.stderr, isTerminal(r.stderr), r.f.interval, r.st.Records, r.base,
-		func() int64 { return r.tr.update(r.s.LastDurable()) })
+		func() int64 { return r.tr.update(r.s.LastDurable()) }, "record")
 	for k := r.resumedAt + 1; ; k++ {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)

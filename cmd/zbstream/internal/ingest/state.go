@@ -114,6 +114,9 @@ func loadState(path string) (*state, error) {
 	if err != nil {
 		return nil, inputErr("state file: %v", err)
 	}
+	if f := stateFormat(b); isArrowFormat(f) {
+		return nil, cli.UsageErr("state file %s was made for %s input (-format %s): give the same -format to continue, or a new -state", path, f, formatFlagOf(f))
+	}
 	var st state
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -141,8 +144,12 @@ func loadState(path string) (*state, error) {
 // atomicfile): a crash leaves the old file or the new one, never a mix,
 // and once save returns the new one survives a power loss. Rewriting it
 // whole is what keeps a rerun from ever duplicating its content.
-func (st *state) save(path string) error {
-	b, err := json.MarshalIndent(st, "", "  ")
+func (st *state) save(path string) error { return saveStateFile(path, st) }
+
+// saveStateFile writes v, a state file's content, as indented JSON to
+// path, whole and atomically (see state.save).
+func saveStateFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -150,6 +157,28 @@ func (st *state) save(path string) error {
 		return fmt.Errorf("state file %s: %w", path, err)
 	}
 	return nil
+}
+
+// stateFormat returns the input format a state file's content names, ""
+// when it names none or is not JSON: the first thing to compare, so that
+// a state file of the other family of formats (JSON lines or Arrow) is
+// refused as made for another format rather than as unreadable.
+func stateFormat(b []byte) string {
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(b, &head) != nil {
+		return ""
+	}
+	return head.Format
+}
+
+// otherFile is the message of a state file made for another content
+// than the file's: a file must not change while it is ingested.
+func otherFile(path, stFile string, stSize int64, stSHA256, file string, size int64, sha string) string {
+	return fmt.Sprintf("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
+		"a file must not change while it is ingested: restore it, or give a new -state for a new file",
+		path, stFile, stSize, stSHA256, file, size, sha)
 }
 
 // tableState is one table of a routed ingestion: its records and
@@ -193,9 +222,7 @@ func (st *state) matchesFile(path string, src source, info fileInfo, skipped []i
 				return true, nil
 			}
 		}
-		msg := fmt.Sprintf("state file %s belongs to another file: it was made for %s of %d bytes (sha256 %.12s...), and %s has %d bytes (sha256 %.12s...); "+
-			"a file must not change while it is ingested: restore it, or give a new -state for a new file",
-			path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
+		msg := otherFile(path, st.File, st.Size, st.SHA256, src.path, info.size, info.sha256)
 		if st.Pin != nil && !st.Done {
 			msg += fmt.Sprintf(" (after the server refused a call, the file may change, but only after %s, the last record the server holds)", src.describe(st.Pin.Last, st.Pin.Last))
 		}

@@ -1,0 +1,106 @@
+package ingest
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/server/servertest"
+)
+
+// TestIngestArrowRoundTrip: an Arrow IPC stream and an IPC file-format
+// file of many column types, nulls among them, written in uneven batches,
+// are ingested in batches of 64 rows (slicing and concatenating the
+// file's) and read back from the server equal to the file, row by row,
+// in order; the state file is done, and a rerun sends nothing.
+func TestIngestArrowRoundTrip(t *testing.T) {
+	const rows = 1000
+	for _, tc := range []struct {
+		name  string
+		write func(*testing.T, string)
+		kind  string
+	}{
+		{"stream", func(t *testing.T, p string) { writeIPCStream(t, p, mixedSchema, rows, mixedBatch) }, "Arrow IPC stream"},
+		{"file", func(t *testing.T, p string) { writeIPCFile(t, p, mixedSchema, rows, mixedBatch) }, "Arrow IPC file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := servertest.Start(t)
+			ctx := testContext(t, time.Minute)
+			file := tempFile(t, "mixed.arrow")
+			tc.write(t, file)
+			want := fileRows(t, file)
+			if len(want) != rows {
+				t.Fatalf("the file reads as %d rows, want %d", len(want), rows)
+			}
+			code, out, _ := runIngestCmd(ctx, t, append(arrowArgs(ts, "arrow", "-batch-size", "64"), file)...)
+			if code != cli.ExitOK {
+				t.Fatalf("exit %d", code)
+			}
+			wantIn(t, "the summary", out, "done: 1000 rows of "+file+" ("+tc.kind+")", "sent 1000 rows in 16 batches in this run (0 rows durable before it)", "peak RSS")
+			ids := arrowStreams(t, ts)
+			if len(ids) != 1 {
+				t.Fatalf("%d Arrow streams on the server, want 1", len(ids))
+			}
+			got := arrowRows(t, ts, ids...)
+			if !slices.Equal(got, want) {
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Fatalf("row %d on the server:\n%s\nin the file:\n%s", i, got[i], want[i])
+					}
+				}
+				t.Fatalf("%d rows on the server, %d in the file", len(got), len(want))
+			}
+			st, err := loadArrowState(file + ".zbstate")
+			if err != nil || st == nil || !st.Done || st.DurableRows != rows || st.Rows != rows || st.BatchRows != 64 || st.Format != formatArrowIPC {
+				t.Fatalf("state %+v, %v; want done with %d durable rows of %d in batches of 64", st, err, rows, rows)
+			}
+			code, out, _ = runIngestCmd(ctx, t, append(arrowArgs(ts, "arrow"), file)...)
+			if code != cli.ExitOK || len(arrowStreams(t, ts)) != 1 {
+				t.Fatalf("rerun: exit %d, %d streams; want 0 and nothing sent", code, len(arrowStreams(t, ts)))
+			}
+			wantIn(t, "the rerun", out, "is already done: 1000 rows", "nothing sent")
+		})
+	}
+}
+
+// millionRows is the Parquet file of TestIngestParquetMillion: a million
+// rows, as the issue asks, or a tenth of that under the race detector,
+// which makes the run about ten times slower.
+var millionRows = int64(1_000_000 / (1 + 9*raceScale))
+
+// TestIngestParquetMillion: a Parquet file of a million rows in several
+// row groups, written with pqarrow, lands every row exactly once on a
+// fault-free run: the server received and stored as many rows as the
+// file has (its Arrow counts), one stream, every id once.
+func TestIngestParquetMillion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a million rows")
+	}
+	ts := servertest.Start(t)
+	ctx := testContext(t, 5*time.Minute)
+	file := tempFile(t, "million.parquet")
+	writeParquet(t, file, millionRows, 300_000)
+	code, out, _ := runIngestCmd(ctx, t, append(arrowArgs(ts, "parquet"), file)...)
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	n := strconv.FormatInt(millionRows, 10)
+	wantIn(t, "the summary", out, "done: "+n+" rows of "+file+" (Parquet file)", "sent "+n+" rows in", "peak RSS")
+	ids := arrowStreams(t, ts)
+	if len(ids) != 1 {
+		t.Fatalf("%d Arrow streams, want 1", len(ids))
+	}
+	c, _ := ts.ArrowCounts(ids[0])
+	if c.RowsReceived != millionRows || c.RowsStored != millionRows || c.RowsAcked != millionRows {
+		t.Fatalf("the server's counts %+v, want %d rows received, stored and acknowledged", c, millionRows)
+	}
+	seen := make([]bool, millionRows)
+	eachStoredID(t, ts, ids, func(id int64) {
+		if id < 0 || id >= millionRows || seen[id] {
+			t.Fatalf("row id %d stored twice or unknown", id)
+		}
+		seen[id] = true
+	})
+}
