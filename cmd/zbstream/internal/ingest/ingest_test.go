@@ -269,7 +269,7 @@ func TestIngestChild(t *testing.T) {
 	os.Exit(code)
 }
 
-var progressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) records durable`)
+var progressLine = regexp.MustCompile(`^ingest: (\d+)/(\d+) (?:records|rows) durable`)
 
 // runIngestChild starts "zbstream ingest args" as a child process and calls
 // onProgress with the durable count of every progress line until it
