@@ -17,11 +17,13 @@ import (
 
 const synopsis = `ingest -endpoint URL -table catalog.schema.table [flags] FILE
        ingest -endpoint URL -table-field FIELD [-max-open-streams N] [flags] FILE
+       ingest -endpoint URL -table catalog.schema.table -format arrow|parquet [flags] FILE
 
-Ingests FILE into a table exactly once, through a persistent stream. FILE
-holds JSON lines (one JSON object per non-empty line), or, with
--proto-descriptor-set and -proto-message, length-delimited protobuf records
-(each a varint length, then the message). With -avro-schema FILE.avsc the
+Ingests FILE into a table exactly once, through a persistent stream (an
+Arrow or Parquet file at least once, see -format below). FILE holds JSON
+lines (one JSON object per non-empty line), or, with -proto-descriptor-set
+and -proto-message, length-delimited protobuf records (each a varint
+length, then the message). With -avro-schema FILE.avsc the
 JSON lines are encoded as Avro datums of that record schema and sent on an
 Avro stream; a line that does not fit the schema (a missing field without
 a default, a field the schema lacks, a value of the wrong type) is refused
@@ -38,6 +40,24 @@ line that does not fit (a column the table lacks, a value of the wrong
 type, null or nothing for a NOT NULL column) is refused, naming the
 field, as an invalid record is. The state file pins the descriptor the
 stream is created with: a rerun goes on with it and reads no schema.
+
+With -format arrow, FILE is an Arrow IPC file, in the stream format or
+the file format (told apart by the "ARROW1" magic); with -format parquet,
+a Parquet file. Its rows go to -table in batches of -batch-size rows
+(10000 unless given) over an Arrow Flight stream whose schema is the
+file's; a dictionary-encoded column is refused (exit 3), and so is a file
+that is not of the format. The file is read a batch at a time, never
+whole. The flags of JSON lines (-table-field, -max-open-streams,
+-skip-invalid, -proto-descriptor-set, -proto-message, -avro-schema,
+-table-schema, -workspace-url, -batch-bytes) are refused. An Arrow stream
+is AT LEAST ONCE across a crash: it has no id to resume, so the state
+file records the rows the server acknowledged as the acks arrive
+("durable_rows"), and after Ctrl-C or a crash the same command skips them
+and sends the rest on a new stream. Rows in flight when a run died (sent,
+not yet acknowledged, or acknowledged after the last save) are sent again
+and may land twice; rows recorded durable are never sent again, and a
+finished file is not sent again. The run ends printing the rows it sent
+and the process's peak RSS.
 
 Flags may come before or after FILE.
 
