@@ -39,6 +39,7 @@ type config struct {
 	// rounds: of the table, interleaved rounds per cell; of -recovery,
 	// faults of each kind.
 	rounds int
+	format string // "json" (the table) or "arrow" (Arrow beside JSON)
 }
 
 // Defaults of -rounds, which counts different things in the two modes.
@@ -64,6 +65,13 @@ ack back, as a distant or slow one would, so that the in-flight bound is reached
 -recovery instead measures the time until acks flow again after a close signal
 and after a dropped connection.
 
+-format arrow instead measures the same rows sent as JSON lines (a persistent
+stream, -batch records a call) and as Arrow record batches (an Arrow Flight
+stream, -batch rows a batch), interleaved as above, against "zbstream serve
+-engine ackonly" started as a process of its own (or -endpoint), and gives
+each path's rows/s and the client's CPU time per row (this process's user and
+system time during each round; the server's is not in it).
+
 Flags:`
 
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,6 +91,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if cfg.recovery {
 			cfg.rounds = recoveryDefaultRounds
 		}
+	}
+	if err := cfg.checkFormat(fs); err != nil {
+		fs.Usage()
+		return err
 	}
 	if err := cfg.check(); err != nil {
 		fs.Usage()
@@ -115,11 +127,15 @@ func flags(stderr io.Writer) (*flag.FlagSet, *config) {
 	cli.ByteSizeVar(fs, &cfg.volume, "volume", 4<<30, "`bytes` ingested by -rss (e.g. 4GiB; "+cli.SizeUnits+")")
 	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
+	fs.StringVar(&cfg.format, "format", "json", "json: the table of the zbstream client beside raw gRPC; arrow: the same rows as Arrow batches beside JSON lines")
 	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", defaultRounds, recoveryDefaultRounds))
 	return fs, cfg
 }
 
 func measurements(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	if cfg.format == "arrow" {
+		return arrowTable(ctx, cfg, stdout, stderr)
+	}
 	if !cfg.rss && !cfg.recovery {
 		return tableRun(ctx, cfg, stdout, stderr)
 	}

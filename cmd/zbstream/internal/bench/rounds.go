@@ -12,6 +12,9 @@ type cell struct {
 	Batch int // records per call
 	// ZbRates[i] and RawRates[i] were measured side by side in round i.
 	ZbRates, RawRates []float64
+	// ZbCPU and RawCPU are the client's CPU seconds per record of each
+	// round, when the measure took them (bench -format arrow).
+	ZbCPU, RawCPU []float64
 }
 
 // Mode names the cell's mode as the table shows it.
@@ -87,8 +90,14 @@ func measureCell(cell cell, rounds int, d time.Duration, measure measureFunc,
 			case r < 0:
 			case zb:
 				cell.ZbRates = append(cell.ZbRates, m.rate())
+				if m.cpu > 0 {
+					cell.ZbCPU = append(cell.ZbCPU, m.cpuPerRecord())
+				}
 			default:
 				cell.RawRates = append(cell.RawRates, m.rate())
+				if m.cpu > 0 {
+					cell.RawCPU = append(cell.RawCPU, m.cpuPerRecord())
+				}
 			}
 		}
 	}

@@ -43,10 +43,20 @@ type result struct {
 }
 
 // benchMeasure is one measurement: records acknowledged and the time from
-// the first send to the last acknowledgement.
+// the first send to the last acknowledgement; cpu, when measured, is the
+// CPU time the client took meanwhile (proc.CPUTime).
 type benchMeasure struct {
 	records int64
 	elapsed time.Duration
+	cpu     time.Duration
+}
+
+// cpuPerRecord is the client's CPU time per record, in seconds.
+func (m benchMeasure) cpuPerRecord() float64 {
+	if m.records <= 0 {
+		return 0
+	}
+	return m.cpu.Seconds() / float64(m.records)
 }
 
 func (m benchMeasure) rate() float64 {
@@ -176,6 +186,18 @@ func benchOne(ctx context.Context, cfg config, zb bool, size, batch int, calls i
 // stop), then flushes: the measure ends when the last record is
 // acknowledged.
 func benchZbstream(ctx context.Context, t target, size, batch int, d time.Duration, n int64) (benchMeasure, error) {
+	rec := benchRecord(size)
+	recs := make([][]byte, batch)
+	for i := range recs {
+		recs[i] = rec
+	}
+	return benchRecords(ctx, t, recs, d, n)
+}
+
+// benchRecords is benchZbstream with the records of every call given:
+// one call, IngestRecord for a single record, IngestBatch otherwise.
+func benchRecords(ctx context.Context, t target, recs [][]byte, d time.Duration, n int64) (benchMeasure, error) {
+	batch := len(recs)
 	var opts []zbstream.Option
 	if t.token != "" {
 		opts = append(opts, zbstream.WithToken(t.token))
@@ -194,18 +216,13 @@ func benchZbstream(ctx context.Context, t target, size, batch int, d time.Durati
 		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	defer s.Close(ctx) // on an error path: at once if ctx has ended
-	rec := benchRecord(size)
-	recs := make([][]byte, batch)
-	for i := range recs {
-		recs[i] = rec
-	}
 	var calls int64
 	every := checkEvery(batch)
 	start := time.Now()
 	deadline, hardStop := start.Add(d), start.Add(d+d/4)
 	for {
 		if batch == 1 {
-			_, err = s.IngestRecord(ctx, rec)
+			_, err = s.IngestRecord(ctx, recs[0])
 		} else {
 			_, err = s.IngestBatch(ctx, recs)
 		}
