@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -515,5 +516,41 @@ func TestUnauthenticated(t *testing.T) {
 	defer tok.mu.Unlock()
 	if conns := f.counts().conns; tok.invalidated != 2 || conns != 3 {
 		t.Fatalf("credentials dropped %d times over %d calls; want 2 over 3", tok.invalidated, conns)
+	}
+}
+
+// A first open that never succeeds ends in a RetryError once the budget
+// is spent, even with no deadline on New's context: nothing is in
+// flight, and that must not make the budget whole again.
+func TestNewGivesUpOnAnUnreachableServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: every dial is refused
+	c, err := zbstream.NewClient("http://"+addr, zbstream.WithToken("tok"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := make(chan error, 1)
+	go func() {
+		s, err := arrowstream.New(context.Background(), c, "main.default.t", batch(0, 1).Schema(),
+			arrowstream.WithRetries(2),
+			arrowstream.WithBackoff(zbstream.Backoff{Initial: time.Millisecond, Max: time.Millisecond}))
+		if s != nil {
+			s.Close(context.Background())
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		var re *zbstream.RetryError
+		if !errors.As(err, &re) || re.Attempts != 2 {
+			t.Fatalf("New = %v; want a RetryError after 2 attempts", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("New still retrying an unreachable server after 30s with a budget of 2")
 	}
 }

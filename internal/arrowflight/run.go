@@ -70,8 +70,13 @@ func (s *Stream) run() {
 			s.fail(err)
 			return
 		}
+		// Durable progress makes the budget whole, and so does an idle
+		// stream that has opened (it has nothing to lose by waiting for the
+		// server). A first open has not: were idleness to count there, an
+		// unreachable server would be retried for ever, and New would hang
+		// under a context without a deadline.
 		s.mu.Lock()
-		if s.progress != mark || s.m.Idle() {
+		if s.progress != mark || (everOpened && s.m.Idle()) {
 			attempts, mark = 0, s.progress
 		}
 		s.mu.Unlock()
