@@ -80,9 +80,7 @@ func benchArrow(ctx context.Context, t target, rec arrow.RecordBatch, d time.Dur
 		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
 	defer c.Close()
-	openCtx, cancel := context.WithTimeout(ctx, time.Minute) // an unreachable server ends the bench
-	s, err := arrowflight.New(openCtx, c, t.table, rec.Schema())
-	cancel()
+	s, err := arrowflight.New(ctx, c, t.table, rec.Schema())
 	if err != nil {
 		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}

@@ -17,11 +17,6 @@ import (
 	"github.com/zbstream/zbstream/internal/arrowflight"
 )
 
-// arrowOpenLimit bounds the wait for the server's answer to the schema
-// (its ready signal): a server that cannot be reached ends the run with
-// exit code 4 after it, as for JSON lines, however the stream retries.
-const arrowOpenLimit = time.Minute
-
 // runArrow is "ingest -format arrow|parquet": the file's rows, in batches
 // of -batch-size rows, through an Arrow Flight stream into one table, at
 // least once, resumable from the state file (see arrowState).
@@ -111,15 +106,11 @@ type arrowRun struct {
 func (r *arrowRun) run(ctx context.Context) error {
 	st, f := r.st, r.f
 	base := st.DurableRows
-	openCtx, cancel := context.WithTimeout(ctx, arrowOpenLimit)
-	s, err := arrowflight.New(openCtx, r.client, st.Table, r.in.schema,
+	// A server that cannot be reached fails the open once the retry
+	// budget is spent: exit code 4, as for JSON lines.
+	s, err := arrowflight.New(ctx, r.client, st.Table, r.in.schema,
 		arrowflight.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes))
-	cancel()
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = &zbstream.ConnectionError{Code: core.CodeUnavailable,
-				Err: fmt.Errorf("no answer to the Arrow stream's schema from %s within %s", f.endpoint, arrowOpenLimit)}
-		}
 		return interrupted(ctx, f.clientErr(err))
 	}
 	records, err := r.in.records(ctx, base)

@@ -193,3 +193,18 @@ func TestIngestArrowStateMismatch(t *testing.T) {
 		t.Fatalf("%d Arrow streams after the refused runs, want %d", n, streams)
 	}
 }
+
+// TestIngestArrowUnreachable: a server nobody listens for ends the run
+// with exit code 4 once the stream's retries are spent, as for JSON
+// lines; the state file holds no row durable.
+func TestIngestArrowUnreachable(t *testing.T) {
+	file := tempFile(t, "rows.arrow")
+	writeIPCStream(t, file, idSchema, 10, idBatch)
+	code, _, errOut := runIngestCmd(testContext(t, time.Minute), t, "-endpoint", "http://"+clitest.FreeAddr(t), "-table", clitest.TableA, "-format", "arrow", file)
+	if code != cli.ExitUnreachable || !strings.Contains(errOut, "server unreachable") {
+		t.Fatalf("exit %d, want %d saying the server is unreachable:\n%s", code, cli.ExitUnreachable, errOut)
+	}
+	if st, err := loadArrowState(file + ".zbstate"); err != nil || st.DurableRows != 0 || st.Done {
+		t.Fatalf("state %+v, %v; want none durable", st, err)
+	}
+}
