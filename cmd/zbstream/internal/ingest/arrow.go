@@ -109,7 +109,7 @@ func (r *arrowRun) run(ctx context.Context) error {
 	// A server that cannot be reached fails the open once the retry
 	// budget is spent: exit code 4, as for JSON lines.
 	s, err := arrowflight.New(ctx, r.client, st.Table, r.in.schema,
-		arrowflight.WithMaxInflight(f.maxInflight, core.DefaultMaxInflightBytes))
+		arrowflight.WithMaxInflight(f.maxInflight, arrowInflightBytes))
 	if err != nil {
 		return interrupted(ctx, f.clientErr(err))
 	}
@@ -226,7 +226,7 @@ func (r *arrowRun) ingestErr(ctx context.Context, err error, at, n int64) error 
 	case errors.Is(err, zbstream.ErrStreamFailed), errors.Is(err, zbstream.ErrClosed):
 		return err
 	case errors.As(err, &le):
-		return cli.UsageErr("rows %d-%d of %s: %v: give a smaller -batch-size (with a new -state)", at+1, at+n, r.f.file, err)
+		return cli.UsageErr("rows %d-%d of %s: %v: their batch alone is over the %d MiB in flight, give a smaller -batch-size (with a new -state)", at+1, at+n, r.f.file, err, arrowInflightBytes>>20)
 	}
 	return inputErr("rows %d-%d of %s cannot be sent: %v", at+1, at+n, r.f.file, err)
 }

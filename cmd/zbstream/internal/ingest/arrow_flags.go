@@ -20,6 +20,16 @@ const (
 // split into frames by the stream).
 const defaultArrowBatchRows = 10_000
 
+// The Arrow path's window: batches sent and not yet acknowledged, at
+// most (-max-inflight, when none is given), and their encoded bytes. The
+// stream keeps a batch's frames until it is durable, so these bound the
+// run's memory: 16 batches of 10,000 rows keep a loopback server busy
+// (more raise the peak RSS, not the rate: docs/benchmarks.md).
+const (
+	defaultArrowInflight = 16
+	arrowInflightBytes   = 64 << 20
+)
+
 // arrowRefused are the flags of JSON-lines ingestion that mean nothing
 // for a columnar file, which holds its own schema and goes to one table
 // as it is.
@@ -30,8 +40,8 @@ var arrowRefused = []string{
 }
 
 // checkFormat checks -format and, for arrow and parquet, refuses the
-// flags given that only JSON lines take; it sets the Arrow default of
-// -batch-size.
+// flags given that only JSON lines take; it sets the Arrow defaults of
+// -batch-size and -max-inflight.
 func (f *flags) checkFormat(fs *flag.FlagSet) error {
 	switch f.format {
 	case formatFlagJSON:
@@ -41,12 +51,13 @@ func (f *flags) checkFormat(fs *flag.FlagSet) error {
 		return cli.UsageErr("-format %q: want json, arrow or parquet", f.format)
 	}
 	var given []string
-	batchSize := false
+	batchSize, inflight := false, false
 	fs.Visit(func(fl *flag.Flag) {
 		if slices.Contains(arrowRefused, fl.Name) {
 			given = append(given, "-"+fl.Name)
 		}
 		batchSize = batchSize || fl.Name == "batch-size"
+		inflight = inflight || fl.Name == "max-inflight"
 	})
 	if len(given) > 0 {
 		return cli.UsageErr("-format %s does not take %s: an Arrow or Parquet file brings its own schema and goes to one -table as it is (these flags are for JSON lines)",
@@ -54,6 +65,9 @@ func (f *flags) checkFormat(fs *flag.FlagSet) error {
 	}
 	if !batchSize {
 		f.batchRecords = defaultArrowBatchRows
+	}
+	if !inflight {
+		f.maxInflight = defaultArrowInflight
 	}
 	return nil
 }

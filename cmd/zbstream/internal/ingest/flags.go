@@ -44,7 +44,8 @@ stream is created with: a rerun goes on with it and reads no schema.
 With -format arrow, FILE is an Arrow IPC file, in the stream format or
 the file format (told apart by the "ARROW1" magic); with -format parquet,
 a Parquet file. Its rows go to -table in batches of -batch-size rows
-(10000 unless given) over an Arrow Flight stream whose schema is the
+(10000 unless given), at most -max-inflight batches (16 unless given) and
+64 MiB unacknowledged, over an Arrow Flight stream whose schema is the
 file's; a dictionary-encoded column is refused (exit 3), and so is a file
 that is not of the format. The file is read a batch at a time, never
 whole. The flags of JSON lines (-table-field, -max-open-streams,
@@ -150,7 +151,7 @@ func flagSet(stderr io.Writer) (*flag.FlagSet, *flags) {
 	fs.StringVar(&f.workspaceURL, "workspace-url", "", "with -table-schema: the Databricks workspace `URL` whose Unity Catalog holds the table, e.g. https://my-workspace.cloud.databricks.com")
 	fs.IntVar(&f.batchRecords, "batch-size", defaultBatchRecords, fmt.Sprintf("records per call; with -format arrow or parquet, rows per batch, %d unless given (fixed in the state file when the ingestion starts)", defaultArrowBatchRows))
 	cli.ByteSizeVar(fs, &f.batchBytes, "batch-bytes", defaultBatchBytes, "at most this many `bytes` per call, as sent (e.g. 4MiB; "+cli.SizeUnits+"; fixed in the state file when the ingestion starts)")
-	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, "calls sent and not yet acknowledged, at most")
+	fs.IntVar(&f.maxInflight, "max-inflight", defaultMaxInflight, fmt.Sprintf("calls sent and not yet acknowledged, at most; with -format arrow or parquet, batches, %d unless given (and %d MiB)", defaultArrowInflight, arrowInflightBytes>>20))
 	fs.DurationVar(&f.interval, "progress", 2*time.Second, "`interval` of progress lines when stderr is not a terminal; on a terminal a bar is redrawn (0: no progress at all)")
 	fs.DurationVar(&f.closeTimeout, "close-timeout", 10*time.Second, "on Ctrl-C or a failure, how long to wait for what was sent to become durable")
 	return fs, f
