@@ -72,15 +72,12 @@ func arrowTable(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	var logf func(int, bool, benchMeasure, time.Duration)
 	if cfg.verbose {
 		logf = func(round int, isArrow bool, m benchMeasure, took time.Duration) {
-			name, what := "json", fmt.Sprintf("round %d", round+1)
+			name := "json"
 			if isArrow {
 				name = "arrow"
 			}
-			if round < 0 {
-				what = "warm-up"
-			}
 			fmt.Fprintf(stderr, "    %-8s %-6s %10d rows in %7.3fs until the last ack (%7.3fs in all): %.0f rows/s, %.2f µs CPU a row\n",
-				what, name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate(), m.cpuPerRecord()*1e6)
+				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate(), m.cpuPerRecord()*1e6)
 		}
 	}
 	measure := func(isArrow bool, calls int64, d time.Duration) (benchMeasure, error) {

@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/internal/arrowflight"
 )
@@ -71,13 +70,9 @@ func jsonLines(rec arrow.RecordBatch) ([][]byte, error) {
 // measure ends when the last row is acknowledged. The stream encodes the
 // batch at every ingest, as it would a new one.
 func benchArrow(ctx context.Context, t target, rec arrow.RecordBatch, d time.Duration, n int64) (benchMeasure, error) {
-	var opts []zbstream.Option
-	if t.token != "" {
-		opts = append(opts, zbstream.WithToken(t.token))
-	}
-	c, err := zbstream.NewClient(t.endpoint, opts...)
+	c, err := t.client()
 	if err != nil {
-		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
+		return benchMeasure{}, err
 	}
 	defer c.Close()
 	s, err := arrowflight.New(ctx, c, t.table, rec.Schema())

@@ -74,6 +74,27 @@ type target struct {
 	noCopy   bool // the zbstream client keeps records by reference (WithNoCopy)
 }
 
+// client is a client of the target's server, with its token.
+func (t target) client() (*zbstream.Client, error) {
+	var opts []zbstream.Option
+	if t.token != "" {
+		opts = append(opts, zbstream.WithToken(t.token))
+	}
+	c, err := zbstream.NewClient(t.endpoint, opts...)
+	if err != nil {
+		return nil, cli.ClientErr(err, "-ca-file")
+	}
+	return c, nil
+}
+
+// roundName names round r of a cell in the -v lines (-1: the warm-up).
+func roundName(r int) string {
+	if r < 0 {
+		return "warm-up"
+	}
+	return fmt.Sprintf("round %d", r+1)
+}
+
 // benchServer starts the reference server in-process on loopback with the
 // named engine and returns its endpoint and a stop function.
 func benchServer(engine string) (*server.Server, string, func(), error) {
@@ -118,15 +139,12 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	var logf func(int, bool, benchMeasure, time.Duration)
 	if cfg.verbose {
 		logf = func(round int, zb bool, m benchMeasure, took time.Duration) {
-			name, what := "raw", fmt.Sprintf("round %d", round+1)
+			name := "raw"
 			if zb {
 				name = "zbstream"
 			}
-			if round < 0 {
-				what = "warm-up"
-			}
 			fmt.Fprintf(stderr, "    %-8s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
-				what, name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate())
+				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate())
 		}
 	}
 	for _, size := range cfg.sizes {
@@ -198,13 +216,9 @@ func benchZbstream(ctx context.Context, t target, size, batch int, d time.Durati
 // one call, IngestRecord for a single record, IngestBatch otherwise.
 func benchRecords(ctx context.Context, t target, recs [][]byte, d time.Duration, n int64) (benchMeasure, error) {
 	batch := len(recs)
-	var opts []zbstream.Option
-	if t.token != "" {
-		opts = append(opts, zbstream.WithToken(t.token))
-	}
-	c, err := zbstream.NewClient(t.endpoint, opts...)
+	c, err := t.client()
 	if err != nil {
-		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
+		return benchMeasure{}, err
 	}
 	defer c.Close()
 	var sopts []zbstream.StreamOption

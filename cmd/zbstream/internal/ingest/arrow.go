@@ -21,10 +21,8 @@ import (
 // of -batch-size rows, through an Arrow Flight stream into one table, at
 // least once, resumable from the state file (see arrowState).
 func runArrow(ctx context.Context, f *flags, client *zbstream.Client, start time.Time, stdout, stderr io.Writer) error {
-	if fi, err := os.Stat(f.file); err != nil {
-		return inputErr("%v", err)
-	} else if fi.IsDir() {
-		return inputErr("%s is a directory", f.file)
+	if err := checkInputFile(f.file); err != nil {
+		return err
 	}
 	lock, err := lockState(f.state)
 	if err != nil {

@@ -1,10 +1,8 @@
 package ingest
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -84,9 +82,7 @@ func loadArrowState(path string) (*arrowState, error) {
 		return nil, cli.UsageErr("state file %s was made for %s input (-format json): give the same flags to continue, or a new -state", path, f)
 	}
 	var st arrowState
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
+	if err := decodeStrict(b, &st); err != nil {
 		return nil, inputErr("state file %s is unreadable (%v); if it is damaged, delete it: the next run sends the whole file again", path, err)
 	}
 	switch {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -66,10 +65,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if src.check, err = checker(src.md); err != nil {
 		return err
 	}
-	if fi, err := os.Stat(f.file); err != nil {
-		return inputErr("%v", err)
-	} else if fi.IsDir() {
-		return inputErr("%s is a directory", f.file)
+	if err := checkInputFile(f.file); err != nil {
+		return err
 	}
 
 	lock, err := lockState(f.state)

@@ -44,6 +44,19 @@ func inputErr(format string, a ...any) error {
 	return cli.WithCode(cli.ExitInput, fmt.Errorf(format, a...))
 }
 
+// checkInputFile refuses an input that does not exist or is a
+// directory, before anything else is done: an input error.
+func checkInputFile(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return inputErr("%v", err)
+	}
+	if fi.IsDir() {
+		return inputErr("%s is a directory", path)
+	}
+	return nil
+}
+
 // recordReader yields a file's records in order; io.EOF ends them. A
 // record the server would refuse is an *invalidRecord, after which
 // the reader goes on; every other error is an input error naming the file

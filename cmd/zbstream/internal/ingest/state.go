@@ -118,9 +118,7 @@ func loadState(path string) (*state, error) {
 		return nil, cli.UsageErr("state file %s was made for %s input (-format %s): give the same -format to continue, or a new -state", path, f, formatFlagOf(f))
 	}
 	var st state
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
+	if err := decodeStrict(b, &st); err != nil {
 		return nil, inputErr("state file %s is unreadable (%v); if it is damaged, delete it only if the stream it names received nothing, or records will be sent twice", path, err)
 	}
 	switch {
@@ -157,6 +155,14 @@ func saveStateFile(path string, v any) error {
 		return fmt.Errorf("state file %s: %w", path, err)
 	}
 	return nil
+}
+
+// decodeStrict decodes a state file's content into v, refusing a field
+// v does not have: a state file of another version or kind, or edited.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // stateFormat returns the input format a state file's content names, ""
