@@ -150,7 +150,7 @@ func (r *arrowRun) run(ctx context.Context) error {
 	again := fmt.Sprintf("%d of %s durable, kept in the state file %s: run the same command again to send the rest", durable, plural(st.Rows, "row"), f.state)
 	switch {
 	case ctx.Err() != nil:
-		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted: %s (rows sent and not yet acknowledged are sent again, and may land twice); %s", again, r.peak()))
+		return cli.WithCode(cli.ExitInterrupted, fmt.Errorf("interrupted: %s (rows not recorded durable are sent again: any of them the server took lands twice); %s", again, r.peak()))
 	case sendErr != nil:
 		if ee := (*cli.ExitError)(nil); errors.As(sendErr, &ee) {
 			return cli.WithCode(ee.Code, fmt.Errorf("%w (%s)", ee.Err, again))

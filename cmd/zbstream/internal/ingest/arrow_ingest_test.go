@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -191,5 +194,47 @@ func TestIngestArrowServerFaults(t *testing.T) {
 	}
 	if st, err := loadArrowState(file + ".zbstate"); err != nil || !st.Done || st.DurableRows != rows {
 		t.Fatalf("state %+v, %v; want done, %d rows durable", st, err, rows)
+	}
+}
+
+// TestIngestArrowInterrupt: Ctrl-C (the context cancelled) once rows are
+// durable exits 130, says how many rows the state file keeps and that
+// the same command goes on; the rerun sends none of them and completes
+// the file.
+func TestIngestArrowInterrupt(t *testing.T) {
+	const rows = 50_000
+	ts := servertest.Start(t)
+	ts.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: 2 * time.Millisecond, Times: server.Unlimited})
+	file := tempFile(t, "interrupt.arrow")
+	writeIPCFile(t, file, idSchema, rows, idBatch)
+	args := append(serverArgs(ts), "-format", "arrow", "-batch-size", "100", "-max-inflight", "4", "-progress", "5ms", file)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &cancelOnProgress{cancel: cancel}
+	var out bytes.Buffer
+	code := cmds.Run(ctx, append([]string{"ingest"}, args...), &out, w)
+	t.Logf("exit %d\n%s%s", code, out.String(), w.buf.String())
+	if code != cli.ExitInterrupted {
+		t.Fatalf("exit %d, want %d", code, cli.ExitInterrupted)
+	}
+	wantIn(t, "the interrupted run", w.buf.String(), "interrupted: ", "kept in the state file", "run the same command again", "lands twice")
+	st, err := loadArrowState(file + ".zbstate")
+	if err != nil || st.Done || st.DurableRows <= 0 || st.DurableRows >= rows {
+		t.Fatalf("state %+v, %v; want some rows durable, not done", st, err)
+	}
+	first := arrowStreams(t, ts)
+	code, out2, _ := runIngestCmd(testContext(t, time.Minute), t, args...)
+	if code != cli.ExitOK {
+		t.Fatalf("rerun: exit %d", code)
+	}
+	wantIn(t, "the rerun", out2, fmt.Sprintf("(%d rows durable before it)", st.DurableRows))
+	var rerun []string
+	for _, id := range arrowStreams(t, ts) {
+		if !slices.Contains(first, id) {
+			rerun = append(rerun, id)
+		}
+	}
+	if got := receivedRows(t, ts, rerun); got != rows-st.DurableRows {
+		t.Fatalf("the rerun sent %d rows, want %d", got, rows-st.DurableRows)
 	}
 }
