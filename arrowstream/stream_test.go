@@ -554,3 +554,31 @@ func TestNewGivesUpOnAnUnreachableServer(t *testing.T) {
 		t.Fatal("New still retrying an unreachable server after 30s with a budget of 2")
 	}
 }
+
+// TestEachBatchOfAnIdleStreamIsSent: ingest one batch, wait for its ack,
+// again and again. Every batch comes to an idle connection, just after
+// the ack before it woke the sender: a sender that looked for the next
+// change after it had found nothing to send missed the batch ingested
+// in between, which then waited unsent for a change that never came.
+func TestEachBatchOfAnIdleStreamIsSent(t *testing.T) {
+	f := startServer(t, &fakeServer{script: func(conn, frame int) act { return act{ack: true} }})
+	s := open(t, f)
+	ctx := testCtx(t)
+	const n = 300
+	for i := range int64(n) {
+		off, err := s.IngestBatch(ctx, batch(i, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = s.Wait(wctx, off)
+		cancel()
+		if err != nil {
+			t.Fatalf("Wait(%d) = %v: the batch was never sent", off, err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	landed(t, f, n)
+}

@@ -174,6 +174,14 @@ func (s *Stream) serve(c *conn) (outcome, error) {
 	)
 	defer ackWait.Stop()
 	for {
+		// The change to wait for is taken before sending: a batch ingested
+		// after sendPending found nothing to send closes this channel. Taken
+		// after, with the other state below, it was the channel that batch's
+		// ingest had just put in place, and the batch waited, unsent, for
+		// the next change (none, on an idle stream).
+		s.mu.Lock()
+		changed := s.changed
+		s.mu.Unlock()
 		if !paused && !broken {
 			if err := s.sendPending(c); err != nil {
 				if isProtocol(err) || errors.Is(err, flightfsm.ErrMisuse) {
@@ -184,7 +192,7 @@ func (s *Stream) serve(c *conn) (outcome, error) {
 			}
 		}
 		s.mu.Lock()
-		changed, inflight, idle, closing, last := s.changed, s.m.InFlight(), s.m.Idle(), s.closing, s.lastAck
+		inflight, idle, closing, last := s.m.InFlight(), s.m.Idle(), s.closing, s.lastAck
 		failure := s.m.Err()
 		s.mu.Unlock()
 		switch {
