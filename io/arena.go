@@ -31,18 +31,27 @@ const (
 	arenaMaxBlock = 1 << 20
 	// arenaHeaders is the number of record headers in a block of them.
 	arenaHeaders = 4096
-	// arenaSpare is how many emptied blocks of each kind a stream keeps
-	// for reuse at least; a stream keeps more, up to arenaSpareShare of its
-	// in-flight byte bound, as one ack often makes many blocks durable at
-	// once, and a block mapped afresh costs a page fault per page.
-	arenaSpare      = 2
-	arenaSpareShare = 4 // keep up to 1/4 of the bound
+	// arenaSpare is how many emptied blocks of headers a stream keeps for
+	// reuse, and how many of record bytes at least.
+	arenaSpare = 2
 )
 
 func newRecordArena(maxInflightBytes int64) *recordArena {
 	size := int(min(max(maxInflightBytes/64, arenaMinBlock), arenaMaxBlock))
 	size &^= arenaMinBlock - 1 // a multiple of any page size
-	spare := max(arenaSpare, int(maxInflightBytes/arenaSpareShare/int64(size)))
+	// Emptied blocks of record bytes are kept for reuse up to the whole
+	// in-flight bound: a block mapped afresh pays a page fault on the first
+	// touch of each of its pages (some 13 µs a 4 KiB page on a VM, 3 ms a
+	// MiB), which dominated large records when one ack that made many
+	// blocks durable at once unmapped all but a quarter of them. Blocks in
+	// use and spare together never exceed the most that were ever in use at
+	// once: from its first peak until it is freed, a stream's arena holds
+	// what that peak mapped, and no more. The bytes of records in flight
+	// are within the bound; their blocks hold more when records leave the
+	// ends of blocks unused, up to twice the bound for records of just over
+	// half a block, hence the cap of twice the bound's blocks. The block of
+	// a record larger than a block is freed when it is durable.
+	spare := max(arenaSpare, 2*int(maxInflightBytes/int64(size))+1)
 	return &recordArena{
 		bytes:   newSlab(size, spare, mapBytes, unmapBytes),
 		headers: newSlab(arenaHeaders, arenaSpare, func(n int) [][]byte { return make([][]byte, n) }, func([][]byte) {}),

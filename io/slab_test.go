@@ -183,3 +183,37 @@ func TestSlabLargeCallAfterFullDrain(t *testing.T) {
 		t.Fatalf("everything durable: %d blocks held, %d freed; want 1 held and the large one freed", len(s.blocks), s.frees)
 	}
 }
+
+// TestArenaKeepsFreedBlocksUpToTheBound: blocks that one ack makes
+// durable together are all kept and filled again, none unmapped and
+// mapped afresh (a page fault a page), as long as they are within the
+// in-flight bound.
+func TestArenaKeepsFreedBlocksUpToTheBound(t *testing.T) {
+	const bound = 8 << 20
+	a := newRecordArena(bound)
+	defer a.free()
+	rec := make([]byte, 10<<10)
+	fill := func(from int64) map[*byte]bool {
+		bufs := map[*byte]bool{}
+		for off := from; off < from+bound/int64(len(rec)); off++ {
+			m := a.mark()
+			a.copyRecord(rec)
+			a.settle(m, off, nil)
+			for _, b := range a.bytes.blocks {
+				bufs[&b.buf[0]] = true
+			}
+		}
+		return bufs
+	}
+	first := fill(0)
+	a.giveBack(bound/int64(len(rec)) - 1) // one ack: everything durable
+	if kept := len(a.bytes.spare) + len(a.bytes.blocks); kept != len(first) {
+		t.Fatalf("after one ack made all %d blocks durable, %d are kept", len(first), kept)
+	}
+	second := fill(bound / int64(len(rec)))
+	for b := range second {
+		if !first[b] {
+			t.Fatalf("a block was mapped afresh while %d freed ones were kept", len(first))
+		}
+	}
+}
