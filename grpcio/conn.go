@@ -21,8 +21,8 @@ import (
 // log may keep a message after the call that took it returns and read it
 // later ("It is not safe to modify the message after calling SendMsg"). An
 // ingest call is encoded once, into buffers of its own (encodeCall; from
-// gRPC's pool only when nothing but gRPC can see the message, see
-// encodingPool),
+// the transport's pool only when nothing but gRPC can see the message,
+// see encodingPool),
 // and gRPC is handed a message that aliases that buffer, with codec passing
 // the buffer through: the record is copied once, as when gRPC encoded the
 // message itself, and the copy belongs to gRPC from then on.

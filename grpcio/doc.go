@@ -29,8 +29,9 @@
 //	conn.go       one call: its messages, what gRPC is handed
 //	encode.go     ingest calls encoded by hand, once; codec.go passes
 //	              them through gRPC's codec
-//	pool.go       where those buffers come from: gRPC's pool when
-//	              nothing but gRPC can see the message, else fresh heap
+//	pool.go       where those buffers come from: the transport's pool
+//	              when nothing but gRPC can see the message, else fresh heap
+//	bufpool.go    that pool: power-of-two buffers, not cleared
 //	decode.go     the server's messages decoded, never judged
 //	classify.go   gRPC errors to the core's codes, in one place
 //	dial.go       Dial: keepalive, user agent, message limits
@@ -54,7 +55,9 @@
 //     the message gRPC sees aliases those buffers, and the call's codec
 //     passes them through. The record is copied once on its way out, as
 //     when gRPC encoded the message itself;
-//   - the buffers come from gRPC's buffer pool, and go back to it when
+//   - the buffers come from the transport's pool (bufpool.go: buffers
+//     every byte of which the encoding writes before gRPC reads it, so
+//     not cleared as gRPC's own pool clears them), and go back to it when
 //     gRPC frees them once written, only when nothing but gRPC's own code
 //     can read the message later: no tracing, no stats handler, no stream
 //     interceptor wrapping the stream or the call's codec (encodingPool

@@ -62,8 +62,8 @@ func (e encoded) buffers() mem.BufferSlice {
 }
 
 // chunkSize bounds each buffer of an encoding: allocations up to 32 KiB
-// come from the Go runtime's per-P caches (and gRPC's pool has a tier of
-// that size), larger ones from the heap under its lock, and once freed
+// come from the Go runtime's per-P caches (and the transport's pool has a
+// class of that size), larger ones from the heap under its lock, and once freed
 // are given back to the OS (madvise) and faulted in again: measured, a
 // 108 KiB buffer per call cost several times the copy itself. A record
 // larger than a chunk gets a buffer of its own.

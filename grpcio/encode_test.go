@@ -216,6 +216,13 @@ func BenchmarkEncodeCall(b *testing.B) {
 				encodeCall(mem.DefaultBufferPool(), core.Persistent, core.RecordJSON, bc.call).buffers().Free()
 			}
 		})
+		b.Run(bc.name+"/encodeCall-transport-pool", func(b *testing.B) {
+			var pool encodeBuffers
+			b.ReportAllocs()
+			for b.Loop() {
+				encodeCall(&pool, core.Persistent, core.RecordJSON, bc.call).buffers().Free()
+			}
+		})
 		b.Run(bc.name+"/grpc-proto-codec", func(b *testing.B) {
 			codec := encoding.GetCodecV2(grpcproto.Name)
 			msg := reference(core.Persistent, core.RecordJSON, bc.call)

@@ -9,10 +9,10 @@ import (
 	ingestpb "github.com/zbstream/zbstream/proto"
 )
 
-// encodingPool returns where a call's encodings come from: gRPC's buffer
-// pool when nothing but gRPC's own code can see the messages sent on st
-// (opened with codec as its forced codec), and nil (fresh heap buffers,
-// freed by the garbage collector) otherwise.
+// encodingPool returns where a call's encodings come from: pool, the
+// transport's buffers (encodeBuffers), when nothing but gRPC's own code
+// can see the messages sent on st (opened with codec as its forced codec),
+// and nil (fresh heap buffers, freed by the garbage collector) otherwise.
 //
 // Why it matters: a pooled buffer goes back to the pool when gRPC frees
 // it, which gRPC does once its transport has written it (and its retry
@@ -30,11 +30,11 @@ import (
 // Fresh buffers cost the collector's work, most in a process whose heap is
 // small: measured in BenchmarkEndToEnd, a batch of 100 records cost 1.5 µs
 // more CPU per record than with the pool.
-func encodingPool(cc grpc.ClientConnInterface, st grpc.ClientStream, codec *sendCodec) mem.BufferPool {
+func encodingPool(pool *encodeBuffers, cc grpc.ClientConnInterface, st grpc.ClientStream, codec *sendCodec) mem.BufferPool {
 	if lazyReaders(grpc.EnableTracing, cc, st, codec) {
 		return nil
 	}
-	return mem.DefaultBufferPool()
+	return pool
 }
 
 // lazyReaders reports whether code other than gRPC's own may read a

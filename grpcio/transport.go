@@ -41,9 +41,10 @@ type Config struct {
 // open starts an EphemeralStream or PersistentStream call on one
 // grpc.ClientConn, with fresh headers.
 type Transport struct {
-	cc     grpc.ClientConnInterface
-	client ingestpb.ZerobusClient
-	cfg    Config
+	cc      grpc.ClientConnInterface
+	client  ingestpb.ZerobusClient
+	cfg     Config
+	buffers encodeBuffers // the encodings' buffers (encodingPool)
 }
 
 var _ streamio.Transport = (*Transport)(nil)
@@ -95,7 +96,7 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 		cancel()
 		return nil, connErr(err)
 	}
-	c.pool = encodingPool(t.cc, c.st, c.codec)
+	c.pool = encodingPool(&t.buffers, t.cc, c.st, c.codec)
 	if err := c.st.SendMsg(t.openMessage(req)); err != nil && !errors.Is(err, io.EOF) {
 		cancel()
 		return nil, connErr(err)
