@@ -13,7 +13,8 @@ package io
 // arena_unix.go), so the bound costs what it says, and the caller may reuse
 // its buffer as soon as an ingest call returns.
 //
-// Bytes and the headers of batches come from two slabs, taken as calls are
+// Bytes and the headers of batches come from two slabs (both mapped, so
+// the collector neither counts nor scans them), taken as calls are
 // accepted and given back as offsets become durable. A block is given back
 // only once nothing can read it any more: the current connection's sender
 // has returned from every Send of a durable call (acks are held until it
@@ -31,8 +32,8 @@ const (
 	arenaMaxBlock = 1 << 20
 	// arenaHeaders is the number of record headers in a block of them.
 	arenaHeaders = 4096
-	// arenaSpare is how many emptied blocks of headers a stream keeps for
-	// reuse, and how many of record bytes at least.
+	// arenaSpare is how many emptied blocks of each kind a stream keeps for
+	// reuse at least.
 	arenaSpare = 2
 )
 
@@ -50,11 +51,13 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	// are within the bound; their blocks hold more when records leave the
 	// ends of blocks unused, up to twice the bound for records of just over
 	// half a block, hence the cap of twice the bound's blocks. The block of
-	// a record larger than a block is freed when it is durable.
+	// a record larger than a block is freed when it is durable. Blocks of
+	// record headers (batches' [][]byte, mapped too: see mapHeaders) are
+	// kept by the same rule, up to as many.
 	spare := max(arenaSpare, 2*int(maxInflightBytes/int64(size))+1)
 	return &recordArena{
 		bytes:   newSlab(size, spare, mapBytes, unmapBytes),
-		headers: newSlab(arenaHeaders, arenaSpare, func(n int) [][]byte { return make([][]byte, n) }, func([][]byte) {}),
+		headers: newSlab(arenaHeaders, spare, mapHeaders, unmapHeaders),
 	}
 }
 

@@ -8,3 +8,9 @@ func mapBytes(n int) []byte { return make([]byte, n) }
 
 // unmapBytes leaves a block to the collector.
 func unmapBytes([]byte) {}
+
+// mapHeaders returns n record headers from the Go heap (see mapBytes).
+func mapHeaders(n int) [][]byte { return make([][]byte, n) }
+
+// unmapHeaders leaves a block of headers to the collector.
+func unmapHeaders([][]byte) {}
