@@ -27,7 +27,8 @@ const (
 
 // encoded is one ingest call ready for gRPC: wire is its encoding, in
 // buffers taken for this call alone, and msg is the same call as a message
-// whose records alias wire. Neither is modified after it is made, and
+// whose records alias wire (with a pool: passThrough, which nobody but our
+// codec reads). Neither is modified after it is made, and
 // neither points into the stream's record memory: both are handed to gRPC
 // by Send.
 //
@@ -156,6 +157,16 @@ func (c *chunks) header(outer protowire.Number, inner int, off int64, batch prot
 	c.set(b)
 }
 
+// passThrough is what gRPC is handed in place of the message when an
+// encoding's buffers come from a pool: then nothing but gRPC's own code
+// sees what SendMsg is given (encodingPool), and gRPC reads nothing of it
+// but its identity, which our codec matches to hand over the encoding
+// (sendCodec.Marshal). Building the message over the encoding, which
+// tracing, a stats handler or an interceptor may read, is work (some 2 KiB
+// and 3 allocations a batch of 100 JSON records) that nobody would read.
+// It is a value no one modifies: one for the package is enough.
+var passThrough any = &struct{ byte }{}
+
 // encodeCall encodes call for a stream of the given kind and record type:
 // one record as an IngestRecordRequest, two or more as an
 // IngestRecordBatchRequest. Encoding is the one copy of the records that
@@ -208,6 +219,9 @@ func encodeOne(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int6
 	c := newChunks(pool, recField, [][]byte{rec})
 	c.header(outerField, inner, off, 0, 0)
 	own := c.record()
+	if pool != nil {
+		return c.done(passThrough)
+	}
 
 	v := &oneView{off: off}
 	v.req.OffsetId = &v.off
@@ -263,6 +277,12 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	}
 	c := newChunks(pool, fieldBatchRecords, recs)
 	c.header(outerField, inner, off, batchField, list)
+	if pool != nil {
+		for range recs {
+			c.record()
+		}
+		return c.done(passThrough)
+	}
 
 	v := &batchView{off: off}
 	v.req.OffsetId = &v.off
