@@ -52,8 +52,9 @@
 //   - nothing handed to gRPC points into the stream's record memory (the
 //     off-heap arena of package io, or the application's buffers with
 //     NoCopy): an ingest call is encoded once into buffers taken for it,
-//     the message gRPC sees aliases those buffers, and the call's codec
-//     passes them through. The record is copied once on its way out, as
+//     the message gRPC sees aliases those buffers (or, when nothing but
+//     gRPC's own code can see it, is a mere token, passThrough), and the
+//     call's codec passes them through. The record is copied once on its way out, as
 //     when gRPC encoded the message itself;
 //   - the buffers come from the transport's pool (bufpool.go: buffers
 //     every byte of which the encoding writes before gRPC reads it, so
