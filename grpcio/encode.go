@@ -45,12 +45,17 @@ type encoded struct {
 	// nil without a pool.
 	owners []*[]byte
 	pool   mem.BufferPool
+	data   mem.BufferSlice // room for buffers' answer
 }
 
 // buffers returns the encoding as gRPC takes it from a codec: buffers that
 // go back to the pool when gRPC frees them, or plain slices.
 func (e encoded) buffers() mem.BufferSlice {
-	data := make(mem.BufferSlice, len(e.wire))
+	data := e.data[:0]
+	if cap(data) < len(e.wire) {
+		data = make(mem.BufferSlice, 0, len(e.wire))
+	}
+	data = data[:len(e.wire)]
 	for i, b := range e.wire {
 		if e.pool == nil {
 			data[i] = mem.SliceBuffer(b)
@@ -81,10 +86,35 @@ type chunks struct {
 	pool   mem.BufferPool   // nil: fresh heap buffers
 	recs   [][]byte         // the records not yet appended, in order
 	field  protowire.Number // the field they are appended as
+	data   mem.BufferSlice  // room for the encoding's buffers as gRPC takes them
+}
+
+// chunkStore holds a call's chunks with room for the few buffers most
+// calls need, and what is made of them, in one allocation rather than one
+// each.
+type chunkStore struct {
+	c      chunks
+	one    [1][]byte // the record of a single-record call
+	bufs   [2][]byte
+	owners [2]*[]byte
+	data   [2]mem.Buffer
 }
 
 func newChunks(pool mem.BufferPool, field protowire.Number, recs [][]byte) *chunks {
-	return &chunks{bufs: make([][]byte, 0, 2), pool: pool, recs: recs, field: field}
+	return new(chunkStore).chunks(pool, field, recs)
+}
+
+// newChunksOne is newChunks for the single record rec.
+func newChunksOne(pool mem.BufferPool, field protowire.Number, rec []byte) *chunks {
+	st := new(chunkStore)
+	st.one[0] = rec
+	return st.chunks(pool, field, st.one[:])
+}
+
+// chunks makes the store's chunks, over its room.
+func (st *chunkStore) chunks(pool mem.BufferPool, field protowire.Number, recs [][]byte) *chunks {
+	st.c = chunks{bufs: st.bufs[:0], owners: st.owners[:0], data: st.data[:0], pool: pool, recs: recs, field: field}
+	return &st.c
 }
 
 // room returns the buffer to append the next n bytes to, starting a new
@@ -116,7 +146,7 @@ func (c *chunks) room(n int) []byte {
 
 // done returns the encoding with msg, the message built over it.
 func (c *chunks) done(msg any) encoded {
-	return encoded{msg: msg, wire: c.bufs, owners: c.owners, pool: c.pool}
+	return encoded{msg: msg, wire: c.bufs, owners: c.owners, pool: c.pool, data: c.data}
 }
 
 // set stores b, the buffer room returned after appending to it.
@@ -216,7 +246,7 @@ func encodeOne(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int6
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestRecord
 	}
-	c := newChunks(pool, recField, [][]byte{rec})
+	c := newChunksOne(pool, recField, rec)
 	c.header(outerField, inner, off, 0, 0)
 	own := c.record()
 	if pool != nil {
