@@ -31,10 +31,13 @@ type conn struct {
 	codec *sendCodec
 	// pool is where encodings come from (encodingPool); nil: fresh heap
 	// buffers.
-	pool   mem.BufferPool
-	ctx    context.Context
-	cancel context.CancelFunc
-	kind   core.Kind
+	pool mem.BufferPool
+	// ownStream: st is gRPC's own stream with our codec, no interceptor
+	// in between (grpcOwnStream), so SendsWhenIdle holds.
+	ownStream bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	kind      core.Kind
 	// recordType says which field the records travel in: strings (JSON),
 	// proto bytes or Avro bytes.
 	recordType core.RecordType
@@ -77,6 +80,17 @@ func (c *conn) Send(call streamio.Call) error {
 	c.cancel()
 	return connErr(err)
 }
+
+// SendsWhenIdle reports whether Send returns without waiting for the
+// network once everything sent before it has been acknowledged
+// (streamio.IdleSender). It does when nothing but gRPC's own stream sends:
+// its SendMsg waits only for the stream's write quota (64 KiB), spent by
+// what was handed to gRPC and not yet written to the socket, and an ack
+// means the peer has read what it covers; the call's first response
+// commits the stream, so SendMsg never waits to retry either. A stream
+// interceptor's SendMsg could wait for anything: with one in between, the
+// stream says no.
+func (c *conn) SendsWhenIdle() bool { return c.ownStream }
 
 // Recv reads and decodes the next server message. The call's end is io.EOF
 // when the server ended it cleanly, else a *core.ConnectionError carrying

@@ -97,6 +97,7 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 		return nil, connErr(err)
 	}
 	c.pool = encodingPool(&t.buffers, t.cc, c.st, c.codec)
+	c.ownStream = grpcOwnStream(c.st, c.codec)
 	if err := c.st.SendMsg(t.openMessage(req)); err != nil && !errors.Is(err, io.EOF) {
 		cancel()
 		return nil, connErr(err)

@@ -31,8 +31,10 @@ type conn struct {
 	aborted      bool // the machine has left this connection
 	disconnected bool // Observer.Disconnected was called for it
 	closeSend    bool // the machine asked for a half-close
-	idle         bool // the sender waits for wake: only then is it woken
-	sending      bool // the sender is writing a batch it has not reported yet
+	idle         bool // the sender waits for wake, and nobody writes: only then is it woken
+	sending      bool // the sender (or an ingesting caller) is writing a batch it has not reported yet
+	failed       bool // a Send failed: the sender stops once woken
+	idleSends    bool // h is an IdleSender that SendsWhenIdle
 	senderLive   bool // the sender goroutine runs
 	stray        bool // the sender outlives the connection: counted in Stream.strays
 
@@ -48,7 +50,7 @@ type conn struct {
 	dispatched int64        // highest wire offset handed to the sender
 	reported   int64        // highest wire offset reported with Sent
 	counted    int64        // highest wire offset counted in Stats.Sent
-	sent       atomic.Int64 // highest wire offset whose Send returned; written by the sender alone
+	sent       atomic.Int64 // highest wire offset whose Send returned; written by the one writing (see idle)
 	deferred   []heldMessage
 	held       atomic.Bool // deferred is not empty: the sender reports after every Send
 
@@ -81,6 +83,14 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	c.dispatched = a.Wire
 	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size})
 	c.backlog.Add(a.Size)
+	if s.idleIngest && c.idle && c.idleSends && len(c.queue) == 1 && !c.closeSend && s.writeHere == nil {
+		// The ingesting caller writes it (see Stream.sendHere): the
+		// sender stays asleep, and nobody wakes it until the caller has
+		// written and handed the turn back.
+		c.idle = false
+		s.writeHere = c
+		return
+	}
 	c.notify()
 }
 

@@ -61,6 +61,14 @@
 // when the lock is taken for an input. Callbacks run on a goroutine of their
 // own, never under the lock, behind a bounded queue.
 //
+// One exception to who writes: on a Conn that is an IdleSender, a call
+// ingested while nothing is in flight and the sender is idle is written by
+// the ingesting goroutine before Ingest returns. An awaited call (ingest,
+// then Wait) then makes one goroutine hand-off, from the reader to the
+// waiter, rather than two; the sender is woken only for what came
+// meanwhile. The transport's promise that such a Send does not wait on
+// the network keeps Ingest from blocking where its context cannot reach.
+//
 // A lock around the core rather than an owner goroutine fed by channels: an
 // ingest call then costs a lock and the core's own work, with no goroutine
 // hand-off, which is what lets a single-record call stay within a few

@@ -41,7 +41,7 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 			off int64
 			err error
 		)
-		_, before := s.m.Pending()
+		inFlight, before := s.m.Pending()
 		switch {
 		case s.cb.full() && !s.m.State().Terminal():
 			err = core.ErrWindowFull
@@ -61,7 +61,13 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 				}
 				s.accepted(off, n, after-before)
 			}
+			s.idleIngest = inFlight == 0
 			s.process()
+			s.idleIngest = false
+			if c := s.writeHere; c != nil {
+				s.writeHere = nil
+				s.sendHere(c)
+			}
 			s.mu.Unlock()
 			return off, nil
 		}

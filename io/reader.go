@@ -26,6 +26,9 @@ func (s *Stream) runConn(c *conn) {
 		return
 	}
 	c.h = h
+	if is, ok := h.(IdleSender); ok {
+		c.idleSends = is.SendsWhenIdle()
+	}
 	s.observeConnected(c.req.Resume)
 	c.senderLive = true
 	s.wg.Add(1)

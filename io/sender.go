@@ -60,23 +60,19 @@ func (s *Stream) sendLoop(c *conn) {
 	for {
 		// Held here: the lock taken to report the last batch also takes
 		// the next one, one acquisition per batch.
-		for len(c.queue) == 0 && !c.closeSend && !c.aborted {
+		for len(c.queue) == 0 && !c.closeSend && !c.aborted && !c.failed {
 			c.idle = true
 			s.mu.Unlock()
 			<-c.wake
 			s.mu.Lock()
 		}
-		if c.aborted {
+		if c.aborted || c.failed {
 			s.mu.Unlock()
 			return
 		}
-		batch := c.queue
-		c.queue = c.spare[:0]
-		c.spare = nil
-		c.sending = len(batch) > 0
-		s.mu.Unlock()
-
+		batch := c.take()
 		if len(batch) == 0 { // only the half-close is left
+			s.mu.Unlock()
 			if err := c.h.CloseSend(); err != nil {
 				s.lock()
 				s.ended(c, err)
@@ -84,35 +80,74 @@ func (s *Stream) sendLoop(c *conn) {
 			}
 			return
 		}
-		for i := range batch {
-			if err := c.h.Send(batch[i]); err != nil {
-				// The connection has ended. Its end arrives through Recv
-				// too, after every message the server sent before it:
-				// the receiver reports it once those are delivered, so
-				// that no ack the server sent is lost (and its records
-				// sent again) because the sender saw the end first.
-				s.lock()
-				c.sending = false
-				s.endIfDue(c)
-				s.mu.Unlock()
-				return
-			}
-			c.sent.Store(batch[i].Wire)
-			s.wrote(c, batch[i].size)
-			if c.held.Load() {
-				s.lock()
-				s.reportSent(c)
-				s.process()
-				s.mu.Unlock()
-			}
+		if !s.write(c, batch) {
+			s.mu.Unlock()
+			return
 		}
-		s.lock()
-		c.sending = false
-		s.reportSent(c)
-		clear(batch)
-		c.spare = batch[:0]
-		s.process()
 	}
+}
+
+// sendHere writes the call an ingest just handed to c, on the ingesting
+// goroutine, then hands the turn to write back: to the sender, woken if
+// anything came meanwhile, else to nobody (c is idle again). dispatch
+// chose this only for an IdleSender connection with nothing in flight, so
+// the Send does not wait for the network. The caller holds s.mu, and
+// holds it again on return.
+func (s *Stream) sendHere(c *conn) {
+	batch := c.take()
+	if !s.write(c, batch) {
+		c.failed = true
+	}
+	if c.failed || len(c.queue) > 0 || c.closeSend || c.aborted {
+		c.wake <- struct{}{} // (its buffer is empty: nobody woke the sender since it slept)
+		return
+	}
+	c.idle = true
+}
+
+// take takes the calls handed to c for writing. The caller holds s.mu.
+func (c *conn) take() []Call {
+	batch := c.queue
+	c.queue = c.spare[:0]
+	c.spare = nil
+	c.sending = len(batch) > 0
+	return batch
+}
+
+// write sends batch on c and reports the sends. The caller holds s.mu;
+// write lets it go while it sends and holds it again on return. It
+// reports false if a Send failed: the connection has ended, and its end
+// arrives through Recv.
+func (s *Stream) write(c *conn, batch []Call) bool {
+	s.mu.Unlock()
+	for i := range batch {
+		if err := c.h.Send(batch[i]); err != nil {
+			// The connection has ended. Its end arrives through Recv
+			// too, after every message the server sent before it:
+			// the receiver reports it once those are delivered, so
+			// that no ack the server sent is lost (and its records
+			// sent again) because the sender saw the end first.
+			s.lock()
+			c.sending = false
+			s.endIfDue(c)
+			return false
+		}
+		c.sent.Store(batch[i].Wire)
+		s.wrote(c, batch[i].size)
+		if c.held.Load() {
+			s.lock()
+			s.reportSent(c)
+			s.process()
+			s.mu.Unlock()
+		}
+	}
+	s.lock()
+	c.sending = false
+	s.reportSent(c)
+	clear(batch)
+	c.spare = batch[:0]
+	s.process()
+	return true
 }
 
 // reportSent reports every send that returned since the last report, one

@@ -74,6 +74,13 @@ type Stream struct {
 	done     chan struct{} // closed when the machine finishes
 	err      error         // the terminal error; set before done is closed
 
+	// idleIngest is set while an ingest that found nothing in flight
+	// drains the machine's actions: its call, dispatched to an idle
+	// IdleSender connection, is then written by the caller, and
+	// writeHere names that connection (see sendHere).
+	idleIngest bool
+	writeHere  *conn
+
 	cb callbacks
 	wg sync.WaitGroup // the timer goroutine and every connection goroutine
 }

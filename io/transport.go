@@ -72,9 +72,10 @@ type Call struct {
 }
 
 // Conn is one open connection. Its methods may be called by at most one
-// sender goroutine (Send, then CloseSend) and one receiver goroutine (Recv)
-// at the same time, as gRPC allows, plus Abort from any goroutine at any
-// time.
+// sending goroutine (Send, then CloseSend) and one receiver goroutine
+// (Recv) at the same time, as gRPC allows, plus Abort from any goroutine
+// at any time. The sending goroutine is the connection's sender, or for an
+// IdleSender sometimes the goroutine that ingests, never two at once.
 type Conn interface {
 	// Send writes one ingest call. It may block on flow control; it
 	// returns an error once the connection has ended, and must return
@@ -95,4 +96,23 @@ type Conn interface {
 	// a blocked Send or Recv returns at once with an error. It is
 	// idempotent and must not block.
 	Abort()
+}
+
+// IdleSender is implemented by a Conn whose Send returns without waiting
+// for the network or the peer whenever every call sent before it on the
+// connection has been acknowledged (gRPC's does: a stream's write quota is
+// whole again once what was written under it has reached the peer, and a
+// Send waits only while that quota is spent).
+//
+// On such a connection, a call ingested while nothing is in flight and the
+// sender is idle is written by the goroutine that ingests it, before
+// IngestRecord or IngestBatch returns, rather than handed to the sender:
+// an awaited call (ingest, then Wait) saves a goroutine hand-off. A
+// wrapper that embeds a Conn hides the method, and its calls go to the
+// sender as before.
+type IdleSender interface {
+	Conn
+	// SendsWhenIdle reports whether the promise above holds for this
+	// connection.
+	SendsWhenIdle() bool
 }

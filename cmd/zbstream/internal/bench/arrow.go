@@ -57,7 +57,7 @@ func arrowTable(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 	res.JSONBytes = float64(total) / float64(len(lines))
 	if t.endpoint == "" {
-		srv, err := startServeChild(ctx)
+		srv, err := startServeChild(ctx, "ackonly")
 		if err != nil {
 			return err
 		}

@@ -23,8 +23,8 @@ type config struct {
 	sizes    []int
 	batch    int
 	duration time.Duration
-	endpoint string // external server; "" starts one in-process
-	engine   string // of the in-process server: "ackonly" or "memory"
+	endpoint string // external server; "" starts one (a process of its own, or in-process for -rss and -recovery)
+	engine   string // of the server started: "ackonly" or "memory"
 	token    string
 	table    string
 	noCopy   bool // the zbstream client runs with WithNoCopy
@@ -52,8 +52,9 @@ const synopsis = `bench [flags]
 
 Measures the zbstream client (a persistent stream, until the last record is
 acknowledged) beside a raw gRPC bidi stream sending the same protobuf messages
-with no client logic (the ceiling), in the same run, against the reference
-server's ack-only engine started in-process on loopback (or -endpoint). For each
+with no client logic (the ceiling), in the same run, against "zbstream serve
+-engine ackonly" started afresh for each run as a process of its own on
+loopback (or -endpoint). For each
 record size, one record per call and in batches, the two clients run -rounds
 rounds of -duration each, interleaved (the first alternating), and the table
 gives each client's median round and the median of the rounds' ratios with its
@@ -115,8 +116,8 @@ func flags(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs.Var(sizesFlag{&cfg.sizes}, "sizes", "comma-separated record `sizes` in bytes (e.g. 220,10KiB; "+cli.SizeUnits+")")
 	fs.IntVar(&cfg.batch, "batch", 100, "records per call of the batched mode, and of -rss (1: one record per call only); with -format arrow, rows per call of both paths")
 	fs.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "how long each client sends in each cell and run")
-	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of the in-process one")
-	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the in-process server: ackonly or memory")
+	fs.StringVar(&cfg.endpoint, "endpoint", "", "an external server (http://host:port or https://host:port) instead of one started on loopback")
+	fs.StringVar(&cfg.engine, "engine", "ackonly", "engine of the server started on loopback: ackonly or memory")
 	fs.StringVar(&cfg.token, "token", "", "bearer token for -endpoint")
 	fs.StringVar(&cfg.table, "table", table, "table to write (catalog.schema.table)")
 	fs.StringVar(&cfg.csvPath, "csv", "", "write the table as CSV to this file")
@@ -167,7 +168,7 @@ func (c *config) check() error {
 	case c.rounds < 1 || c.rounds > 1_000_000:
 		return cli.UsageErr("-rounds must be between 1 and 1000000")
 	case c.token != "" && c.endpoint == "":
-		return cli.UsageErr("-token needs -endpoint (the in-process server is in open mode)")
+		return cli.UsageErr("-token needs -endpoint (the server started here is in open mode)")
 	case c.ackDelay < 0 || c.ackDelay > time.Minute:
 		return cli.UsageErr("-ack-delay must be between 0 and 1m")
 	case c.noCopy && (c.rss || c.recovery):

@@ -124,7 +124,7 @@ func benchServer(engine string) (*server.Server, string, func(), error) {
 
 // tableRun measures every cell and prints, and writes, the table.
 func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
-	res := result{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine, Duration: cfg.duration, Rounds: cfg.rounds, Load: loadAverage(), NoCopy: cfg.noCopy}
+	res := result{Date: time.Now().UTC(), Machine: machineLine(), Engine: cfg.engine + " (zbstream serve, a process of its own)", Duration: cfg.duration, Rounds: cfg.rounds, Load: loadAverage(), NoCopy: cfg.noCopy}
 	if cfg.endpoint != "" {
 		res.Engine = "external " + cfg.endpoint
 	}
@@ -179,18 +179,19 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 }
 
 // benchOne runs one client for one cell and run, calls calls (0: about
-// d), against the external
-// server or a fresh in-process one (so that the memory engine's records of
-// earlier runs do not weigh on later ones).
+// d), against the external server or a fresh one in a process of its own
+// (fresh, so that the memory engine's records of earlier runs do not
+// weigh on later ones; a process of its own, so that the server's work
+// and collections are not the clients').
 func benchOne(ctx context.Context, cfg config, zb bool, size, batch int, calls int64, d time.Duration) (benchMeasure, error) {
 	t := target{endpoint: cfg.endpoint, token: cfg.token, table: cfg.table, noCopy: cfg.noCopy}
 	if t.endpoint == "" {
-		_, ep, stop, err := benchServer(cfg.engine)
+		srv, err := startServeChild(ctx, cfg.engine)
 		if err != nil {
 			return benchMeasure{}, err
 		}
-		defer stop()
-		t.endpoint = ep
+		defer srv.stop()
+		t.endpoint = srv.Endpoint
 	}
 	runtime.GC() // start each measurement without the last one's garbage
 	if zb {

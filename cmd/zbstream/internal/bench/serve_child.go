@@ -12,10 +12,10 @@ import (
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/proc"
 )
 
-// serveChild is "zbstream serve -engine ackonly" run as a process of its
-// own (this binary again) on a free loopback port: a server whose work
-// is not counted in this process's CPU time, which bench -format arrow
-// measures as the client's.
+// serveChild is "zbstream serve -engine ENGINE" run as a process of its
+// own (this binary again) on a free loopback port: a server as deployed,
+// whose work, memory and garbage collections are not this process's,
+// which measures the clients (and bench -format arrow their CPU time).
 type serveChild struct {
 	Endpoint string
 	cmd      *exec.Cmd
@@ -23,14 +23,15 @@ type serveChild struct {
 	drained  chan struct{}
 }
 
-// startServeChild starts the server and returns once it listens.
-func startServeChild(ctx context.Context) (*serveChild, error) {
+// startServeChild starts the server with the named engine (ackonly or
+// memory) and returns once it listens.
+func startServeChild(ctx context.Context, engine string) (*serveChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	s := &serveChild{drained: make(chan struct{})}
-	s.cmd = exec.CommandContext(ctx, exe, "serve", "-engine", "ackonly", "-addr", "127.0.0.1:0", "-admin", "off", "-log-level", "error")
+	s.cmd = exec.CommandContext(ctx, exe, "serve", "-engine", engine, "-addr", "127.0.0.1:0", "-admin", "off", "-log-level", "error")
 	s.cmd.Stderr = &proc.LockedWriter{W: &s.stderr}
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
