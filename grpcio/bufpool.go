@@ -27,8 +27,15 @@ type encodeBuffers struct {
 	classes [encodeClasses]sync.Pool // class k: buffers of capacity 1 << (k + encodeMinShift)
 }
 
+// The smallest class is above gRPC's pooling threshold (mem's
+// BufferPoolingThreshold, 1 KiB): gRPC gives a buffer back to its pool
+// only if its capacity is larger, and treats a smaller one as a plain
+// slice that the collector frees. Classes of 256 B to 1 KiB were handed
+// out and never came back: every call of a small record allocated one,
+// and boxed it as a mem.SliceBuffer too. An encoding of a few bytes now
+// takes a 2 KiB buffer, and gets it back.
 const (
-	encodeMinShift = 8  // the smallest class: 256 bytes
+	encodeMinShift = 11 // the smallest class: 2 KiB
 	encodeMaxShift = 24 // the largest: 16 MiB, above the per-call limit
 	encodeClasses  = encodeMaxShift - encodeMinShift + 1
 )

@@ -62,13 +62,18 @@ func reference(kind core.Kind, rt core.RecordType, call streamio.Call) proto.Mes
 // gRPC is that call.
 func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 300_000) // a length of three varint bytes
+	var many [][]byte                         // a batch over several chunks, of records of varied lengths
+	for i := range 300 {
+		many = append(many, bytes.Repeat([]byte{'a' + byte(i%26)}, i*7%1500))
+	}
 	calls := map[string]streamio.Call{
-		"one":           {Wire: 0, Record: []byte(`{"a":1}`)},
-		"one empty":     {Wire: 7, Record: []byte{}},
-		"one large":     {Wire: 1 << 40, Record: big},
-		"one in a list": {Wire: 3, Records: [][]byte{[]byte(`{"b":2}`)}},
-		"batch":         {Wire: math.MaxInt64, Records: [][]byte{[]byte(`{"a":1}`), {}, big, []byte(`{}`)}},
-		"batch of two":  {Wire: 127, Records: [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}},
+		"batch over chunks": {Wire: 5, Records: many},
+		"one":               {Wire: 0, Record: []byte(`{"a":1}`)},
+		"one empty":         {Wire: 7, Record: []byte{}},
+		"one large":         {Wire: 1 << 40, Record: big},
+		"one in a list":     {Wire: 3, Records: [][]byte{[]byte(`{"b":2}`)}},
+		"batch":             {Wire: math.MaxInt64, Records: [][]byte{[]byte(`{"a":1}`), {}, big, []byte(`{}`)}},
+		"batch of two":      {Wire: 127, Records: [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}},
 	}
 	for name, call := range calls {
 		for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
@@ -200,15 +205,22 @@ func TestEncodeCallOwnsItsBytes(t *testing.T) {
 // encoding a message built once (what a send cost when the conn reused one
 // message and gRPC encoded it into a pooled buffer).
 func BenchmarkEncodeCall(b *testing.B) {
-	rec := bytes.Repeat([]byte("r"), 1024)
-	batch := make([][]byte, 100)
-	for i := range batch {
-		batch[i] = rec
-	}
-	for _, bc := range []struct {
+	type benchCall struct {
 		name string
 		call streamio.Call
-	}{{"one", streamio.Call{Wire: 1, Record: rec}}, {"batch100", streamio.Call{Wire: 1, Records: batch}}} {
+	}
+	var calls []benchCall
+	for _, size := range []int{1024, 20} {
+		rec := bytes.Repeat([]byte("r"), size)
+		batch := make([][]byte, 100)
+		for i := range batch {
+			batch[i] = rec
+		}
+		calls = append(calls,
+			benchCall{fmt.Sprintf("one/%dB", size), streamio.Call{Wire: 1, Record: rec}},
+			benchCall{fmt.Sprintf("batch100/%dB", size), streamio.Call{Wire: 1, Records: batch}})
+	}
+	for _, bc := range calls {
 		b.Run(bc.name+"/encodeCall", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
