@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/core"
@@ -30,6 +31,24 @@ func TestEncodeBuffersSizes(t *testing.T) {
 	p.Put(b)
 	odd := make([]byte, 100, 300) // not a class's capacity: ignored
 	p.Put(&odd)
+}
+
+// TestEncodeBuffersComeBack: every buffer the pool hands out is one gRPC
+// gives back to it once written. gRPC keeps a buffer of its pooling
+// threshold's size or less as a plain slice and never returns it, so a
+// class that small would be allocated afresh for every call that takes
+// it: the encodings of small records did exactly that.
+func TestEncodeBuffersComeBack(t *testing.T) {
+	var p encodeBuffers
+	for _, n := range []int{0, 1, 20, 255, 512, 1 << 10, 1<<10 + 1, 32 << 10} {
+		b := p.Get(n)
+		if c := cap(*b); mem.IsBelowBufferPoolingThreshold(c) {
+			t.Errorf("Get(%d): capacity %d, which gRPC never gives back to the pool", n, c)
+		}
+		if _, plain := mem.NewBuffer(b, &p).(mem.SliceBuffer); plain {
+			t.Errorf("Get(%d): gRPC takes the buffer for a plain slice", n)
+		}
+	}
 }
 
 // TestEncodeOverDirtyBuffers: buffers given back full of other bytes, and
