@@ -15,8 +15,8 @@ import (
 // The buffers it returns for an ingest call are that call's alone: fresh
 // heap buffers that stay valid for as long as gRPC's transport, tracing or
 // a stats handler holds them, or buffers of the transport's pool
-// (encodeBuffers), which gRPC frees once written, when the conn has found that nothing else sees the
-// messages (encodingPool).
+// (encodeBuffers), which gRPC frees once written, when the conn has found
+// that nothing else sees the messages (encodingPool).
 //
 // sending is set by Send around its SendMsg and read by Marshal, which
 // gRPC calls on the same goroutine, within SendMsg.

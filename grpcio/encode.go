@@ -29,9 +29,8 @@ const (
 // encoded is one ingest call ready for gRPC: wire is its encoding, in
 // buffers taken for this call alone, and msg is the same call as a message
 // whose records alias wire (with a pool: passThrough, which nobody but our
-// codec reads). Neither is modified after it is made, and
-// neither points into the stream's record memory: both are handed to gRPC
-// by Send.
+// codec reads). Neither is modified after it is made, and neither points
+// into the stream's record memory: both are handed to gRPC by Send.
 //
 // Where the buffers come from is the conn's choice (encodingPool). With a
 // pool, they go back to it when gRPC frees them, which gRPC does once its
@@ -70,9 +69,9 @@ func (e encoded) buffers() mem.BufferSlice {
 
 // chunkSize bounds each buffer of an encoding: allocations up to 32 KiB
 // come from the Go runtime's per-P caches (and the transport's pool has a
-// class of that size), larger ones from the heap under its lock, and once freed
-// are given back to the OS (madvise) and faulted in again: measured, a
-// 108 KiB buffer per call cost several times the copy itself. A record
+// class of that size), larger ones from the heap under its lock, and once
+// freed are given back to the OS (madvise) and faulted in again: measured,
+// a 108 KiB buffer per call cost several times the copy itself. A record
 // larger than a chunk gets a buffer of its own.
 const chunkSize = 32 << 10
 
@@ -184,9 +183,11 @@ func (c *chunks) record() []byte {
 // the copies it returns, for an encoding that needs none (the pooled one).
 // With small records the calls were most of the encoding's cost.
 func (c *chunks) records() {
-	var room [binary.MaxVarintLen64]byte
-	tag := protowire.AppendTag(room[:0], c.field, protowire.BytesType)
-	short := len(tag) == 1     // the fields of records are: a record under 128 bytes takes two bytes of framing
+	var tagBuf [binary.MaxVarintLen32]byte
+	tag := protowire.AppendTag(tagBuf[:0], c.field, protowire.BytesType)
+	// A one-byte tag (every field records travel in) and a record under
+	// 128 bytes: two bytes of framing, appended as such.
+	short := len(tag) == 1
 	b := c.bufs[len(c.bufs)-1] // the header's buffer, sized for what follows
 	recs := c.recs
 	for i, r := range recs {

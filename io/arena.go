@@ -43,8 +43,9 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	// Emptied blocks of record bytes are kept for reuse, as many as the
 	// in-flight bound can hold in use: a block mapped afresh pays a page
 	// fault on the first touch of each of its pages (some 13 µs a 4 KiB
-	// page on a VM, 3 ms a MiB), which dominated large records when one ack that made many
-	// blocks durable at once unmapped all but a quarter of them. Blocks in
+	// page on a VM, 3 ms a MiB), which dominated large records when one
+	// ack that made many blocks durable at once unmapped all but a quarter
+	// of them. Blocks in
 	// use and spare together never exceed the most that were ever in use at
 	// once: from its first peak until it is freed, a stream's arena holds
 	// what that peak mapped, and no more. The bytes of records in flight
