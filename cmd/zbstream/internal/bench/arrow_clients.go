@@ -96,12 +96,5 @@ func benchArrow(ctx context.Context, t target, rec arrow.RecordBatch, d time.Dur
 			break
 		}
 	}
-	if err := s.Flush(ctx); err != nil {
-		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
-	}
-	elapsed := time.Since(start)
-	if err := s.Close(ctx); err != nil {
-		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
-	}
-	return benchMeasure{records: batches * rec.NumRows(), elapsed: elapsed}, nil
+	return drained(ctx, s, start, batches*rec.NumRows())
 }

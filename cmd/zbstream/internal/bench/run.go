@@ -254,6 +254,15 @@ func benchRecords(ctx context.Context, t target, recs [][]byte, d time.Duration,
 			break
 		}
 	}
+	return drained(ctx, s, start, calls*int64(batch))
+}
+
+// drained ends a measure of records sent on s since start once the last
+// is acknowledged (Flush), then closes s.
+func drained(ctx context.Context, s interface {
+	Flush(context.Context) error
+	Close(context.Context) error
+}, start time.Time, records int64) (benchMeasure, error) {
 	if err := s.Flush(ctx); err != nil {
 		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
@@ -261,7 +270,7 @@ func benchRecords(ctx context.Context, t target, recs [][]byte, d time.Duration,
 	if err := s.Close(ctx); err != nil {
 		return benchMeasure{}, cli.ClientErr(err, "-ca-file")
 	}
-	return benchMeasure{records: calls * int64(batch), elapsed: elapsed}, nil
+	return benchMeasure{records: records, elapsed: elapsed}, nil
 }
 
 // raw is the ceiling: the shared raw gRPC client (internal/rawclient),
