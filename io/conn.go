@@ -54,8 +54,9 @@ type conn struct {
 	deferred   []heldMessage
 	held       atomic.Bool // deferred is not empty: the sender reports after every Send
 
-	backlog   atomic.Int64 // bytes handed to the sender and not yet written (see SendBacklog)
-	throttled atomic.Bool  // callers wait for the backlog to drain
+	backlog      atomic.Int64 // bytes handed to the sender and not yet written (see SendBacklog)
+	backlogCalls atomic.Int64 // the calls in backlog (see SendBacklogCalls)
+	throttled    atomic.Bool  // callers wait for the backlog to drain
 }
 
 // notify wakes the sender if it sleeps. The caller holds the stream's
@@ -83,6 +84,7 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	c.dispatched = a.Wire
 	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size})
 	c.backlog.Add(a.Size)
+	c.backlogCalls.Add(1)
 	if s.idleIngest && c.idle && c.idleSends && len(c.queue) == 1 && !c.closeSend && s.writeHere == nil {
 		// The ingesting caller writes it (see Stream.sendHere): the
 		// sender stays asleep, and nobody wakes it until the caller has

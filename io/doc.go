@@ -49,7 +49,8 @@
 // bound is what in-flight records cost: records kept on the heap would
 // count as live heap, which the collector lets grow to twice its size.
 // Options.NoCopy keeps records by reference instead. Ingest also waits
-// while the connection's sender is more than SendBacklog bytes behind.
+// while the connection's sender is more than SendBacklog bytes or
+// SendBacklogCalls calls behind.
 //
 // # How it runs
 //

@@ -64,6 +64,40 @@ func TestSendBacklogHoldsIngest(t *testing.T) {
 	})
 }
 
+// TestSendBacklogBoundsCalls: small records fill SendBacklogCalls long
+// before SendBacklog bytes; ingest waits there too, although the window
+// has room, until the sender has caught up.
+func TestSendBacklogBoundsCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
+		rec := []byte(`{"n":1}`)
+		n := streamio.SendBacklogCalls + 1
+		for i := range n {
+			if _, err := s.IngestRecord(context.Background(), rec); err != nil {
+				t.Fatalf("ingest %d: %v", i, err)
+			}
+		}
+		next := async(func() error {
+			_, err := s.IngestRecord(context.Background(), rec)
+			return err
+		})
+		settle(time.Second)
+		if _, done := poll(next); done {
+			t.Fatal("an ingest went in with the sender more than SendBacklogCalls calls behind")
+		}
+		close(gate) // the sender writes everything
+		settle(time.Second)
+		if err, done := poll(next); !done || err != nil {
+			t.Fatalf("the sender caught up and the waiting ingest got %v (done %v)", err, done)
+		}
+		c.resp <- ackOf(int64(n))
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestSendBacklogOnlyWhileConnected: when the connection whose sender is
 // behind ends, the callers waiting for it go on, and without a live
 // connection only the window bounds ingest.
