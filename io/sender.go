@@ -7,28 +7,34 @@ package io
 // to it and not yet written, and SendBacklogCalls the calls. Ingest waits
 // while a live connection is further behind than either, until its sender
 // has caught up to SendBacklogLow and SendBacklogCallsLow (7/8 of each, so
-// that waiting callers are woken once per 8 MiB or 8,192 calls written, not
-// once per call).
+// that waiting callers are woken once per MiB or 8,192 calls written, not
+// once per call). Neither bound holds back a call while the sender has at
+// most one to write: a call larger than SendBacklog (up to MaxCallBytes,
+// 10 MiB by default) is copied while the one before it is written, as
+// smaller ones are.
 //
 // Why: a producer faster than the network would otherwise fill the whole
 // in-flight window (256 MiB or 1,000,000 calls by default) with calls that
 // wait their turn to be written. Queueing them adds nothing to throughput,
 // since the sender is the bottleneck, only latency and memory, and the
-// stream's copies of them would cycle through memory the size of the
-// window. The byte bound is large enough to keep the sender supplied
-// through a producer's pauses: on loopback, 4 and 16 MiB cost 5-10% of
-// throughput in batches of 100 KiB. The call bound is there for small
-// records, which reach the window's million calls long before 64 MiB: the
-// window's entries and the queue then span tens of MiB of memory that the
-// garbage collector scans and every call touches cold. Measured with
-// 20-byte records one per call (BenchmarkEndToEnd), the client spent
-// 1.5-1.9 µs of CPU per record with the window full and 1.2 µs with the
-// call bound, a raw gRPC client 1.4 µs. 65,536 calls are some 30 ms of
-// the sender's work at the fastest rate measured here. Without a live
-// connection (reconnecting, backing off) the window alone bounds ingest,
-// as the protocol's max-inflight limits say.
+// stream's copies would cycle through memory far larger than the caches:
+// the sender would read every record cold, long after the caller wrote it.
+// Measured with BenchmarkEndToEnd on a 2-core VM (32 MiB of L3), in
+// interleaved runs:
+//
+//   - batches of 100 1 KiB records: with a 64 MiB bound, 718-817k records/s
+//     at 1.0-1.2 µs of client CPU each; with 8 MiB, 839-845k at 0.95 µs;
+//   - 20-byte records one per call reached the window's million calls long
+//     before any byte bound, and its entries and the queue, tens of MiB the
+//     collector scans and every call touches cold, cost 1.5-1.9 µs of CPU
+//     a record; 1.2 µs with the call bound (a raw gRPC client: 1.4 µs).
+//
+// 8 MiB and 65,536 calls are still some 15-30 ms of the sender's work at
+// the fastest rates measured here, enough to keep it supplied through a
+// producer's pauses. Without a live connection (reconnecting, backing off)
+// the window alone bounds ingest, as the protocol's max-inflight limits say.
 const (
-	SendBacklog         = 64 << 20
+	SendBacklog         = 8 << 20
 	SendBacklogLow      = SendBacklog - SendBacklog/8
 	SendBacklogCalls    = 1 << 16
 	SendBacklogCallsLow = SendBacklogCalls - SendBacklogCalls/8
@@ -50,9 +56,11 @@ func (s *Stream) backlogged() bool {
 	return c.behind()
 }
 
-// behind reports whether c's sender is further behind than a bound.
+// behind reports whether c's sender is further behind than a bound, with
+// more than one call to write.
 func (c *conn) behind() bool {
-	return c.backlog.Load() > SendBacklog || c.backlogCalls.Load() > SendBacklogCalls
+	calls := c.backlogCalls.Load()
+	return calls > 1 && (calls > SendBacklogCalls || c.backlog.Load() > SendBacklog)
 }
 
 // wrote takes a written call off c's backlog and wakes the callers waiting
@@ -60,7 +68,8 @@ func (c *conn) behind() bool {
 // the sender, without s.mu.
 func (s *Stream) wrote(c *conn, size int64) {
 	calls := c.backlogCalls.Add(-1)
-	if c.backlog.Add(-size) <= SendBacklogLow && calls <= SendBacklogCallsLow && c.throttled.Load() {
+	bytes := c.backlog.Add(-size)
+	if (calls <= 1 || bytes <= SendBacklogLow && calls <= SendBacklogCallsLow) && c.throttled.Load() {
 		s.mu.Lock()
 		c.throttled.Store(false)
 		signal(&s.space)

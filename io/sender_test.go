@@ -98,6 +98,46 @@ func TestSendBacklogBoundsCalls(t *testing.T) {
 	})
 }
 
+// TestSendBacklogQueuesOneLargeCall: a call larger than SendBacklog does
+// not hold back the next one, which is copied while it is written; the one
+// after that waits.
+func TestSendBacklogQueuesOneLargeCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
+		large := bytes.Repeat([]byte("x"), streamio.SendBacklog+bigSize)
+		copy(large, `{"x":"`)
+		copy(large[len(large)-2:], `"}`)
+		for i := range 2 {
+			in := async(func() error {
+				_, err := s.IngestRecord(context.Background(), large)
+				return err
+			})
+			settle(time.Second)
+			if err, done := poll(in); !done || err != nil {
+				t.Fatalf("large call %d, with the sender behind by %d call(s): got %v (done %v)", i, i, err, done)
+			}
+		}
+		third := async(func() error {
+			_, err := s.IngestRecord(context.Background(), large)
+			return err
+		})
+		settle(time.Second)
+		if _, done := poll(third); done {
+			t.Fatal("a third large call went in with the sender two calls and more than SendBacklog behind")
+		}
+		close(gate)
+		settle(time.Second)
+		if err, done := poll(third); !done || err != nil {
+			t.Fatalf("the sender caught up and the third call got %v (done %v)", err, done)
+		}
+		c.resp <- ackOf(2)
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestSendBacklogOnlyWhileConnected: when the connection whose sender is
 // behind ends, the callers waiting for it go on, and without a live
 // connection only the window bounds ingest.
