@@ -40,8 +40,14 @@ func (c *sendCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.base.Marshal(v)
 }
 
-// Unmarshal decodes as gRPC's proto codec does.
-func (c *sendCodec) Unmarshal(data mem.BufferSlice, v any) error { return c.base.Unmarshal(data, v) }
+// Unmarshal decodes a server message into the conn's response (see
+// response), and anything else as gRPC's proto codec does.
+func (c *sendCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*response); ok {
+		return r.unmarshal(data)
+	}
+	return c.base.Unmarshal(data, v)
+}
 
 // Name is empty so that the call's content-type stays "application/grpc",
 // the one gRPC sends with its default proto codec: a forced codec's name

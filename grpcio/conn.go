@@ -35,9 +35,12 @@ type conn struct {
 	// ownStream: st is gRPC's own stream with our codec, no interceptor
 	// in between (grpcOwnStream), so SendsWhenIdle holds.
 	ownStream bool
-	ctx       context.Context
-	cancel    context.CancelFunc
-	kind      core.Kind
+	// resp, when set (with the pool), is what RecvMsg reads every server
+	// message into: decoded by our codec, reused (see response).
+	resp   *response
+	ctx    context.Context
+	cancel context.CancelFunc
+	kind   core.Kind
 	// recordType says which field the records travel in: strings (JSON),
 	// proto bytes or Avro bytes.
 	recordType core.RecordType
@@ -100,13 +103,19 @@ func (c *conn) Recv() (core.Response, error) {
 		r   core.Response
 		err error
 	)
-	// A fresh message every time: gRPC may keep the one it filled.
-	if c.kind == core.Ephemeral {
+	// A fresh message every time: gRPC may keep the one it filled, unless
+	// nothing but gRPC sees it (resp).
+	switch {
+	case c.resp != nil:
+		if err = c.st.RecvMsg(c.resp); err == nil {
+			r = c.resp.r
+		}
+	case c.kind == core.Ephemeral:
 		m := new(ingestpb.EphemeralStreamResponse)
 		if err = c.st.RecvMsg(m); err == nil {
 			r = DecodeEphemeral(m)
 		}
-	} else {
+	default:
 		m := new(ingestpb.PersistentStreamResponse)
 		if err = c.st.RecvMsg(m); err == nil {
 			r = DecodePersistent(m)

@@ -33,6 +33,8 @@
 //	              when nothing but gRPC can see the message, else fresh heap
 //	bufpool.go    that pool: power-of-two buffers, not cleared
 //	decode.go     the server's messages decoded, never judged
+//	response.go   the same read with no message to fill when nobody else
+//	              sees it: acks by hand
 //	classify.go   gRPC errors to the core's codes, in one place
 //	dial.go       Dial: keepalive, user agent, message limits
 //	endpoint.go   endpoints; tls.go TLS and its mistakes; proxy.go proxies
@@ -48,7 +50,12 @@
 // SendMsg or RecvMsg returns and read it later, on another goroutine. So:
 //
 //   - a message handed to gRPC is never modified afterwards: every send and
-//     every receive uses a fresh message;
+//     every receive uses a fresh message, but for one case: when nothing
+//     but gRPC's own code can see what RecvMsg is given (the condition of
+//     the pool below), every server message is read into one reused value
+//     of our own (response.go), which the call's codec decodes straight
+//     into a core.Response (an ack by hand, anything else through proto),
+//     with nothing to allocate;
 //   - nothing handed to gRPC points into the stream's record memory (the
 //     off-heap arena of package io, or the application's buffers with
 //     NoCopy): an ingest call is encoded once into buffers taken for it,

@@ -122,8 +122,9 @@ func TestLazyReaders(t *testing.T) {
 }
 
 // TestOpenChoosesPool: a conn opened by the Transport over a ClientConn
-// from Dial, with nothing else configured, encodes into gRPC's pool; with
-// a stats handler, into fresh memory.
+// from Dial, with nothing else configured, encodes into gRPC's pool and
+// decodes into a reused response; with a stats handler, into fresh memory
+// and fresh messages.
 func TestOpenChoosesPool(t *testing.T) {
 	srv := grpc.NewServer()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -154,6 +155,11 @@ func TestOpenChoosesPool(t *testing.T) {
 				}
 				if got := c.(*conn).pool != nil; got != tc.pooled {
 					t.Errorf("%v: pooled %v, want %v", kind, got, tc.pooled)
+				}
+				// Responses are decoded into a reused response on the same
+				// condition: a stats handler is handed every message.
+				if got := c.(*conn).resp != nil; got != tc.pooled {
+					t.Errorf("%v: reused response %v, want %v", kind, got, tc.pooled)
 				}
 				c.Abort()
 			}

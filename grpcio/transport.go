@@ -98,6 +98,9 @@ func (t *Transport) Open(ctx context.Context, req streamio.OpenRequest) (streami
 	}
 	c.pool = encodingPool(&t.buffers, t.cc, c.st, c.codec)
 	c.ownStream = grpcOwnStream(c.st, c.codec)
+	if c.pool != nil { // nothing but gRPC sees what RecvMsg is given either
+		c.resp = &response{kind: req.Kind}
+	}
 	if err := c.st.SendMsg(t.openMessage(req)); err != nil && !errors.Is(err, io.EOF) {
 		cancel()
 		return nil, connErr(err)
