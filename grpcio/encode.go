@@ -147,7 +147,7 @@ func (c *chunks) room(n int) []byte {
 // in a chunk.
 func (c *chunks) lookAhead(size int) int {
 	for _, r := range c.recs {
-		p := protowire.SizeTag(c.field) + protowire.SizeBytes(len(r))
+		p := protowire.SizeTag(c.field) + sizeBytes(len(r))
 		if size+p > chunkSize {
 			break
 		}
@@ -191,7 +191,7 @@ func (c *chunks) records() {
 	b := c.bufs[len(c.bufs)-1] // the header's buffer, sized for what follows
 	recs := c.recs
 	for i, r := range recs {
-		n := len(tag) + protowire.SizeBytes(len(r))
+		n := len(tag) + sizeBytes(len(r))
 		if cap(b)-len(b) < n {
 			c.set(b)
 			c.recs, c.rest = recs[i+1:], -1 // what follows r: room sizes the buffer for r and as many of them as fit
@@ -339,7 +339,7 @@ type batchView struct {
 func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte) encoded {
 	list := 0
 	for _, r := range recs {
-		list += protowire.SizeTag(fieldBatchRecords) + protowire.SizeBytes(len(r))
+		list += protowire.SizeTag(fieldBatchRecords) + sizeBytes(len(r))
 	}
 	batchField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
@@ -390,6 +390,17 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	v.perIn.IngestRecordBatch = &v.req
 	v.per.Payload = &v.perIn
 	return c.done(&v.per)
+}
+
+// sizeBytes is protowire.SizeBytes, without its arithmetic for the common
+// case of a record under 128 bytes (a one-byte length): in batches of small
+// records, SizeVarint's multiply and shift on every record were 7% of the
+// client's CPU.
+func sizeBytes(n int) int {
+	if n < 0x80 {
+		return 1 + n
+	}
+	return protowire.SizeBytes(n)
 }
 
 // bytesString returns b's bytes as a string without copying them. Only for
