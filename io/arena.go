@@ -80,13 +80,26 @@ func (a *recordArena) copyRecord(r []byte) []byte {
 }
 
 // copyBatch returns a copy of records, slice and records, in the arena.
-func (a *recordArena) copyBatch(records [][]byte) [][]byte {
+// payload is the sum of the records' lengths: a batch that fits in one
+// block is taken from it at once, and its records copied one after the
+// other, rather than each taken on its own (with small records, the takes
+// cost as much as the copies).
+func (a *recordArena) copyBatch(records [][]byte, payload int) [][]byte {
 	if len(records) == 0 {
 		return records
 	}
 	h := a.headers.take(len(records))
+	if payload == 0 || payload > a.bytes.size {
+		for i, r := range records {
+			h[i] = a.copyRecord(r)
+		}
+		return h
+	}
+	p := a.bytes.take(payload)
 	for i, r := range records {
-		h[i] = a.copyRecord(r)
+		n := copy(p, r)
+		h[i] = p[:n:n]
+		p = p[n:]
 	}
 	return h
 }

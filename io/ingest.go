@@ -109,16 +109,27 @@ func (s *Stream) acceptRecord(r []byte) (int64, error) {
 	return off, err
 }
 
+// batchSizes returns the sum of the records' lengths and their size as a
+// call (core.CallSize), in one pass.
+func batchSizes(records [][]byte) (payload int, framed int64) {
+	for _, r := range records {
+		payload += len(r)
+		framed += core.FramedSize(len(r))
+	}
+	return payload, framed
+}
+
 // acceptBatch is acceptRecord for a batch.
 func (s *Stream) acceptBatch(records [][]byte) (int64, error) {
 	if s.arena == nil || s.finished || len(records) == 0 {
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
-	if s.m.CallTooLarge(core.CallSize(records)) {
+	payload, framed := batchSizes(records)
+	if s.m.CallTooLarge(framed) {
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
 	m := s.arena.mark()
-	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records))
+	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records, payload))
 	s.arena.settle(m, off, err)
 	return off, err
 }

@@ -1,6 +1,7 @@
 package io
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -155,7 +156,7 @@ func TestArenaCopies(t *testing.T) {
 	rec := []byte("record")
 	batch := [][]byte{[]byte("one"), {}, []byte("three")}
 	c := a.copyRecord(rec)
-	b := a.copyBatch(batch)
+	b := copyBatch(a, batch)
 	a.settle(m, 0, nil)
 	rec[0], batch[0][0], batch[2] = 'X', 'X', nil
 	if string(c) != "record" || string(b[0]) != "one" || len(b[1]) != 0 || b[1] == nil || string(b[2]) != "three" {
@@ -232,7 +233,7 @@ func TestArenaBatchSurvivesCollections(t *testing.T) {
 	}
 	records[7] = []byte{}
 	m := a.mark()
-	b := a.copyBatch(records)
+	b := copyBatch(a, records)
 	a.settle(m, 0, nil)
 	for range 3 {
 		runtime.GC()
@@ -240,6 +241,34 @@ func TestArenaBatchSurvivesCollections(t *testing.T) {
 	for i, r := range b {
 		if string(r) != string(records[i]) || (i == 7 && r == nil) {
 			t.Fatalf("record %d after collections: %q, want %q", i, r, records[i])
+		}
+	}
+}
+
+// copyBatch copies records into a as ingest does, with their payload.
+func copyBatch(a *recordArena, records [][]byte) [][]byte {
+	payload, _ := batchSizes(records)
+	return a.copyBatch(records, payload)
+}
+
+// TestArenaBatchLargerThanABlock: a batch whose payload exceeds a block is
+// copied record by record, across blocks, each record whole.
+func TestArenaBatchLargerThanABlock(t *testing.T) {
+	a := newRecordArena(1 << 20) // 64 KiB blocks
+	defer a.free()
+	records := make([][]byte, 10)
+	for i := range records {
+		records[i] = bytes.Repeat([]byte{byte('a' + i)}, 10<<10)
+	}
+	m := a.mark()
+	b := copyBatch(a, records)
+	a.settle(m, 0, nil)
+	if len(a.bytes.blocks) < 2 {
+		t.Fatalf("a %d KiB batch in %d block(s) of %d KiB", 100, len(a.bytes.blocks), a.bytes.size>>10)
+	}
+	for i := range records {
+		if !bytes.Equal(b[i], records[i]) || cap(b[i]) != len(b[i]) {
+			t.Fatalf("record %d: %d bytes, cap %d, equal %v", i, len(b[i]), cap(b[i]), bytes.Equal(b[i], records[i]))
 		}
 	}
 }
