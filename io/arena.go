@@ -49,8 +49,9 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	// use and spare together never exceed the most that were ever in use at
 	// once: from its first peak until it is freed, a stream's arena holds
 	// what that peak mapped, and no more. The bytes of records in flight
-	// are within the bound; their blocks hold more when records leave the
-	// ends of blocks unused, up to twice the bound for records of just over
+	// are within the bound; their blocks hold more when records (or
+	// batches, taken whole when they fit in a block: copyBatch) leave the
+	// ends of blocks unused, up to twice the bound for ones of just over
 	// half a block, hence the cap of twice the bound's blocks. The block of
 	// a record larger than a block is freed when it is durable. Blocks of
 	// record headers (batches' [][]byte, mapped too: see mapHeaders) are
