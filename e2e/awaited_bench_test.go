@@ -31,7 +31,9 @@ func BenchmarkAwaited(b *testing.B) {
 			name := fmt.Sprintf("%s/batch=%d", engine.name, batch)
 			b.Run("zbstream/"+name, func(b *testing.B) { awaitClient(b, endpoint, batch) })
 			b.Run("rawgrpc/"+name, func(b *testing.B) { awaitRaw(b, endpoint, batch) })
-			b.Run("paired/"+name, func(b *testing.B) { awaitPaired(b, endpoint, batch) })
+			if engine.e == server.EngineAckOnly {
+				b.Run("paired/"+name, func(b *testing.B) { awaitPaired(b, endpoint, batch) })
+			}
 		}
 		stop()
 	}
@@ -81,6 +83,12 @@ const pairedBlock = 100
 // between invocations of the same binary); measured side by side in blocks
 // of some 10 ms, both clients see the same machine, and the ratio says
 // what zbstream's machinery costs, not what the machine did meanwhile.
+//
+// Only against the ack-only engine: the memory engine favours one of two
+// streams open at once, whichever was opened first (batches of 100, three
+// runs each way, 2026-12-06: zbstream opened first 0.54-0.62, raw first
+// 1.05-1.12, on one table or two), which says something about the server,
+// not the clients.
 func awaitPaired(b *testing.B, endpoint string, batch int) {
 	zb := openAwaitClient(b, endpoint, batch)
 	raw := openAwaitRaw(b, endpoint, batch)
