@@ -85,10 +85,10 @@ const pairedBlock = 100
 // what zbstream's machinery costs, not what the machine did meanwhile.
 //
 // Only against the ack-only engine: the memory engine favours one of two
-// streams open at once, whichever was opened first (batches of 100, three
-// runs each way, 2026-12-06: zbstream opened first 0.54-0.62, raw first
-// 1.05-1.12, on one table or two), which says something about the server,
-// not the clients.
+// streams open at once, mostly the one opened first (batches of 100,
+// 2026-12-06: zbstream opened first, 0.54-0.62 in four runs of five and
+// 1.12 in the fifth; raw opened first, 1.01-1.06 in four runs; on one table
+// or two), which says something about the server, not the clients.
 func awaitPaired(b *testing.B, endpoint string, batch int) {
 	zb := openAwaitClient(b, endpoint, batch)
 	raw := openAwaitRaw(b, endpoint, batch)
