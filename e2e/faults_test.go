@@ -366,10 +366,14 @@ func TestEphemeralCloseSignal(t *testing.T) {
 			for n := range 6 {
 				all = append(all, rec(0, n))
 			}
-			// 0 triggers the signal, sent after 0's held-back ack; 1 and 2
-			// are in flight when it comes.
-			ingest(t, s, all[:3]...)
+			// 0 triggers the signal, sent behind 0's held-back ack. 1 and 2,
+			// ingested well after 0, are in flight when it comes, and their
+			// acks are due 200 ms after the signal: past a short grace,
+			// within a long one.
+			ingest(t, s, all[0])
 			waitFired(t, h)
+			time.Sleep(200 * time.Millisecond)
+			ingest(t, s, all[1:3]...)
 			// The server holds back the next ack once the signal is out:
 			// the client is (about to be) in its pause. Where these three
 			// go is not checked: only that they land.

@@ -1278,6 +1278,45 @@ func TestFaultDelayAndRepeatAcks(t *testing.T) {
 	}
 }
 
+// TestFaultDelayAcksKeepsStoring: while every ack is held back, the server
+// goes on reading and storing what the client sends, as a distant server
+// does; the acks come Delay later, in order. (The delay used to be waited
+// out in the committer, which then stored nothing, and the server stopped
+// reading.)
+func TestFaultDelayAcksKeepsStoring(t *testing.T) {
+	const budget = 64 << 10
+	ts := startServer(t, servertest.WithOptions(func(o *server.Options) { o.ReceiveBudget = budget }))
+	c := ts.Client(t)
+	const delay = 2 * time.Second
+	ts.Inject(server.Match{Table: ts.Table}, server.Fault{Kind: server.FaultDelayAcks, Delay: delay, Times: server.Unlimited})
+	st, id := pcreate(t, ts, c, "")
+	start := time.Now()
+	// Sixteen times the receive budget: the server takes it only by
+	// storing and taking more while the acks wait.
+	const n = 64
+	rec := `{"pad":"` + strings.Repeat("x", 16<<10) + `"}`
+	for i := range int64(n) {
+		pjson(t, st, i, rec)
+	}
+	for {
+		bs, err := ts.Records(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bs) == n {
+			break
+		}
+		if time.Since(start) >= delay {
+			t.Fatalf("%d of %d calls stored before the first held-back ack was due", len(bs), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	pwaitAck(t, st, n-1)
+	if d := time.Since(start); d < delay {
+		t.Fatalf("acks held back %v, want %v", d, delay)
+	}
+}
+
 func TestFaultCloseSignal(t *testing.T) {
 	ts := startServer(t)
 	c := ts.Client(t)

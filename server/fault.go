@@ -91,7 +91,9 @@ const (
 	// FaultLoseAcks (DoPut calls only) does not send one ack (per act).
 	FaultLoseAcks = faults.LoseAcks
 	// FaultDelayAcks holds one ack (per act) back for Delay before sending
-	// it.
+	// it. On a stream call the ack waits in the call's outbox, the acks
+	// after it behind it, while the server goes on reading and storing, as
+	// a distant server does; on a DoPut call the call's loop waits it out.
 	FaultDelayAcks = faults.DelayAcks
 	// FaultRepeatAcks sends one ack (per act) 1 + Repeat times (Repeat 0
 	// means 1).

@@ -16,6 +16,7 @@ type outMsg struct {
 	dur   time.Duration // close: the announced grace
 	val   *int64        // ack
 	plain bool          // a true cumulative ack: a later one may replace it
+	due   time.Time     // FaultDelayAcks: not sent before; zero: at once
 }
 
 // outbox passes the committer's acks and close signals to the sender
@@ -23,7 +24,9 @@ type outMsg struct {
 // (acks are cumulative), so the outbox stays small however slowly the
 // client reads: a client that never reads its acks blocks only its
 // sender, never the committer, which goes on committing and giving back
-// the receive budget.
+// the receive budget. Acks held back by FaultDelayAcks are not plain: each
+// waits its turn, so a fault on every ack keeps one message per commit of
+// the last Delay.
 type outbox struct {
 	mu      sync.Mutex
 	msgs    []outMsg
@@ -102,7 +105,7 @@ func (c *conn) send() {
 			if !ok {
 				break
 			}
-			if c.ctx.Err() != nil {
+			if c.ctx.Err() != nil || !c.waitDue(m.due) {
 				continue // fenced or ended: drop, keep draining
 			}
 			var err error
@@ -118,18 +121,44 @@ func (c *conn) send() {
 	}
 }
 
+// waitDue waits until due, a held-back ack's time, and reports whether it
+// came before the call ended or the sender was stopped.
+func (c *conn) waitDue(due time.Time) bool {
+	d := time.Until(due)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	case <-c.out.stopped:
+		return false
+	}
+}
+
 // ack posts the cumulative ack of the committed watermark, capped at what
 // the client sent on this connection or was told at open (see told),
 // through the ack faults.
+//
+// An ack that FaultDelayAcks holds back is posted with its due time: the
+// sender waits for it, and everything posted after it waits behind it, while
+// the committer goes on storing and acknowledging, as a distant server
+// does. (Waited out here, it stopped the committer, and so the server's
+// reading: a client's window then never filled.) It is not merged with the
+// acks after it, which would hold those back too.
 func (c *conn) ack() error {
 	if c.ctx.Err() != nil {
 		return c.fencedErr() // a fenced connection sends nothing more
 	}
 	v := min(c.watermark, max(c.told, c.maxRecv.Load()))
-	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 && !delayAck(c.ctx, f) {
-		return c.fencedErr()
-	}
 	m := outMsg{val: proto.Int64(v), plain: true}
+	if f, ok := c.takeFault(FaultDelayAcks); ok && f.Delay > 0 {
+		m.due, m.plain = time.Now().Add(f.Delay), false
+	}
 	if f, ok := c.takeFault(FaultAckAboveSent, FaultAckBelowFloor, FaultAckMissing); ok {
 		m.plain = false
 		switch f.Kind {
