@@ -22,15 +22,18 @@ package io
 // Measured with BenchmarkEndToEnd on a 2-core VM (32 MiB of L3), in
 // interleaved runs:
 //
-//   - batches of 100 1 KiB records: with a 64 MiB bound, 718-817k records/s
-//     at 1.0-1.2 µs of client CPU each; with 8 MiB, 839-845k at 0.95 µs;
+//   - batches of 100 1 KiB records: with a 64 MiB bound, 683-847k records/s
+//     at 0.95-1.27 µs of client CPU each; with 8 MiB, 820-869k at 0.92-0.98
+//     µs;
 //   - 20-byte records one per call reached the window's million calls long
 //     before any byte bound, and its entries and the queue, tens of MiB the
 //     collector scans and every call touches cold, cost 1.5-1.9 µs of CPU
-//     a record; 1.2 µs with the call bound (a raw gRPC client: 1.4 µs).
+//     a record; 1.2-1.5 µs with the call bound (a raw gRPC client: 1.2-1.4
+//     µs).
 //
-// 8 MiB and 65,536 calls are still some 15-30 ms of the sender's work at
-// the fastest rates measured here, enough to keep it supplied through a
+// 8 MiB is still some 15 ms of the sender's work at the fastest byte rate
+// measured here (500 MB/s), and 65,536 calls some 130 ms at the fastest
+// call rate (500,000 a second): enough to keep it supplied through a
 // producer's pauses. Without a live connection (reconnecting, backing off)
 // the window alone bounds ingest, as the protocol's max-inflight limits say.
 const (
