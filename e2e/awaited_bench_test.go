@@ -83,6 +83,7 @@ const pairedBlock = 100
 // between invocations of the same binary); measured side by side in blocks
 // of some 10 ms, both clients see the same machine, and the ratio says
 // what zbstream's machinery costs, not what the machine did meanwhile.
+// (Its ns/op is one block of each client: 2 x pairedBlock calls.)
 //
 // Only against the ack-only engine: the memory engine favours one of two
 // streams open at once, mostly the one opened first (batches of 100,

@@ -360,19 +360,19 @@ func TestEphemeralCloseSignal(t *testing.T) {
 			e := start(t)
 			s := e.create(t, zbstream.WithMaxGrace(tc.maxGrace))
 			first := s.StreamID()
-			hd := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDelayAcks, Delay: 500 * time.Millisecond, Times: server.Unlimited})
+			hd := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultDelayAcks, Delay: time.Second, Times: server.Unlimited})
 			h := e.ts.Inject(server.Match{StreamID: first}, server.Fault{Kind: server.FaultCloseSignal, After: 1, Delay: tc.duration})
 			var all [][]byte
 			for n := range 6 {
 				all = append(all, rec(0, n))
 			}
-			// 0 triggers the signal, sent behind 0's held-back ack. 1 and 2,
-			// ingested well after 0, are in flight when it comes, and their
-			// acks are due 200 ms after the signal: past a short grace,
-			// within a long one.
+			// 0 triggers the signal, sent behind 0's held-back ack, a second
+			// after 0. 1 and 2, ingested 400 ms after 0, are in flight when
+			// it comes, and their acks are due 400 ms after it: past a short
+			// grace, within a long one, with room for a slow machine.
 			ingest(t, s, all[0])
 			waitFired(t, h)
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(400 * time.Millisecond)
 			ingest(t, s, all[1:3]...)
 			// The server holds back the next ack once the signal is out:
 			// the client is (about to be) in its pause. Where these three

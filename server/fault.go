@@ -94,6 +94,9 @@ const (
 	// it. On a stream call the ack waits in the call's outbox, the acks
 	// after it behind it, while the server goes on reading and storing, as
 	// a distant server does; on a DoPut call the call's loop waits it out.
+	// A close signal (FaultCloseSignal) posted behind a held-back ack waits
+	// with it, while its grace counts from when it was posted: the client
+	// sees less of the grace, none if Delay is longer.
 	FaultDelayAcks = faults.DelayAcks
 	// FaultRepeatAcks sends one ack (per act) 1 + Repeat times (Repeat 0
 	// means 1).

@@ -25,8 +25,9 @@ type outMsg struct {
 // client reads: a client that never reads its acks blocks only its
 // sender, never the committer, which goes on committing and giving back
 // the receive budget. Acks held back by FaultDelayAcks are not plain: each
-// waits its turn, so a fault on every ack keeps one message per commit of
-// the last Delay.
+// waits its turn, so a fault on every ack keeps one message per commit
+// until it is sent (a test server's fault: per Delay while the client
+// reads, without limit while it does not).
 type outbox struct {
 	mu      sync.Mutex
 	msgs    []outMsg
