@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ const benchTable = "main.bench.events"
 // zbstream client (a persistent stream: offsets, window, ack validation,
 // until the last record is acknowledged) beside rawgrpc, a plain bidi
 // stream that sends the same protobuf messages with no client logic and
-// reads the acks, as the ceiling. Records are 1 KiB JSON objects, one per
-// call or in batches of 100. The peer is the server's ack-only engine
+// reads the acks, as the ceiling. Records are 1 KiB JSON objects (or
+// -record-size bytes), one per call or in batches of 100. The peer is the server's ack-only engine
 // (nothing validated or stored) in a process of its own
 // (startBenchServer), so the figures, CPU per record included, measure
 // the clients; the memory engine is measured too. zbstream-nocopy is the client with
@@ -41,9 +42,17 @@ func BenchmarkEndToEnd(b *testing.B) {
 	}
 }
 
-// benchRecord is a 1 KiB JSON object.
+// minRecordSize is the smallest benchRecord: {"pad":""}.
+const minRecordSize = 10
+
+// recordSize is the size of benchRecord: 1 KiB, or what -record-size says
+// (go test ./e2e -run '^$' -bench EndToEnd -args -record-size 20), for the
+// record sizes zbstream bench measures. TestMain checks it.
+var recordSize = flag.Int("record-size", 1024, "bytes of the benchmarks' JSON record (at least 10)")
+
+// benchRecord is a JSON object of recordSize bytes.
 func benchRecord() []byte {
-	rec := make([]byte, 1024)
+	rec := make([]byte, *recordSize)
 	copy(rec, `{"pad":"`)
 	for i := 8; i < len(rec)-2; i++ {
 		rec[i] = 'x'
@@ -59,7 +68,7 @@ func benchRecord() []byte {
 func reportRecords(b *testing.B, batch int, cpu0 time.Duration) {
 	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N*batch), "cpu-ns/record")
 	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
-	b.SetBytes(int64(1024 * batch))
+	b.SetBytes(int64(*recordSize * batch))
 }
 
 // openBenchStream opens a persistent stream for a client benchmark and

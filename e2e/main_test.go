@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"testing"
 
@@ -13,6 +15,11 @@ import (
 func TestMain(m *testing.M) {
 	if engine := os.Getenv(envBenchServer); engine != "" {
 		os.Exit(serveBenchChild(engine))
+	}
+	flag.Parse()
+	if *recordSize < minRecordSize {
+		fmt.Fprintf(os.Stderr, "-record-size %d: at least %d bytes (a JSON object)\n", *recordSize, minRecordSize)
+		os.Exit(2)
 	}
 	goleak.VerifyTestMain(m)
 }
