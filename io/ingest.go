@@ -15,10 +15,10 @@ import (
 //
 // When the window of unacknowledged calls is full, or callbacks lag
 // Options.CallbackQueue offsets behind, or the connection's sender is
-// SendBacklog bytes or SendBacklogCalls calls behind, IngestRecord blocks until there is room or ctx
-// ends. A record larger than the per-call limit is refused with
-// a *core.LimitError; after Close, core.ErrClosed; after a failure, an error
-// wrapping core.ErrStreamFailed and the cause.
+// SendBacklog bytes or SendBacklogCalls calls behind, IngestRecord blocks
+// until there is room or ctx ends. A record larger than the per-call limit
+// is refused with a *core.LimitError; after Close, core.ErrClosed; after a
+// failure, an error wrapping core.ErrStreamFailed and the cause.
 func (s *Stream) IngestRecord(ctx context.Context, record []byte) (int64, error) {
 	return s.ingest(ctx, record, nil, false)
 }

@@ -14,13 +14,16 @@ import (
 // bigSize is the size of bigRecord.
 const bigSize = 1 << 20
 
-// bigRecord is a JSON record of 1 MiB.
-func bigRecord() []byte {
-	r := bytes.Repeat([]byte("x"), bigSize)
+// jsonRecord is a JSON record of size bytes (at least 8).
+func jsonRecord(size int) []byte {
+	r := bytes.Repeat([]byte("x"), size)
 	copy(r, `{"x":"`)
 	copy(r[len(r)-2:], `"}`)
 	return r
 }
+
+// bigRecord is a JSON record of 1 MiB.
+func bigRecord() []byte { return jsonRecord(bigSize) }
 
 // fillBacklog ingests 1 MiB records until the sender is more than
 // SendBacklog bytes behind, and returns how many it ingested.
@@ -36,6 +39,32 @@ func fillBacklog(t *testing.T, s *streamio.Stream) int {
 	return n
 }
 
+// waitsForSender checks, on a stream whose sender is held at gate and
+// further behind than a bound (named by bound), that an ingest of rec
+// waits until gate opens and the sender catches up, and then goes in; it
+// acknowledges everything through last, that ingest's offset, and closes
+// the stream.
+func waitsForSender(t *testing.T, s *streamio.Stream, c *scriptedConn, gate chan struct{}, rec []byte, last int64, bound string) {
+	t.Helper()
+	next := async(func() error {
+		_, err := s.IngestRecord(context.Background(), rec)
+		return err
+	})
+	settle(time.Second)
+	if _, done := poll(next); done {
+		t.Fatalf("an ingest went in with the sender more than %s behind", bound)
+	}
+	close(gate) // the sender writes everything
+	settle(time.Second)
+	if err, done := poll(next); !done || err != nil {
+		t.Fatalf("the sender caught up and the waiting ingest got %v (done %v)", err, done)
+	}
+	c.resp <- ackOf(last)
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestSendBacklogHoldsIngest: with a live connection whose sender is more
 // than SendBacklog bytes behind, ingest waits, although the window has room,
 // until the sender has caught up.
@@ -44,23 +73,7 @@ func TestSendBacklogHoldsIngest(t *testing.T) {
 		gate := make(chan struct{})
 		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
 		n := fillBacklog(t, s)
-		next := async(func() error {
-			_, err := s.IngestRecord(context.Background(), bigRecord())
-			return err
-		})
-		settle(time.Second)
-		if _, done := poll(next); done {
-			t.Fatal("an ingest went in with the sender more than SendBacklog behind")
-		}
-		close(gate) // the sender writes everything
-		settle(time.Second)
-		if err, done := poll(next); !done || err != nil {
-			t.Fatalf("the sender caught up and the waiting ingest got %v (done %v)", err, done)
-		}
-		c.resp <- ackOf(int64(n))
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		waitsForSender(t, s, c, gate, bigRecord(), int64(n), "SendBacklog bytes")
 	})
 }
 
@@ -78,23 +91,7 @@ func TestSendBacklogBoundsCalls(t *testing.T) {
 				t.Fatalf("ingest %d: %v", i, err)
 			}
 		}
-		next := async(func() error {
-			_, err := s.IngestRecord(context.Background(), rec)
-			return err
-		})
-		settle(time.Second)
-		if _, done := poll(next); done {
-			t.Fatal("an ingest went in with the sender more than SendBacklogCalls calls behind")
-		}
-		close(gate) // the sender writes everything
-		settle(time.Second)
-		if err, done := poll(next); !done || err != nil {
-			t.Fatalf("the sender caught up and the waiting ingest got %v (done %v)", err, done)
-		}
-		c.resp <- ackOf(int64(n))
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		waitsForSender(t, s, c, gate, rec, int64(n), "SendBacklogCalls calls")
 	})
 }
 
@@ -105,9 +102,7 @@ func TestSendBacklogQueuesOneLargeCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
 		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
-		large := bytes.Repeat([]byte("x"), streamio.SendBacklog+bigSize)
-		copy(large, `{"x":"`)
-		copy(large[len(large)-2:], `"}`)
+		large := jsonRecord(streamio.SendBacklog + bigSize)
 		for i := range 2 {
 			in := async(func() error {
 				_, err := s.IngestRecord(context.Background(), large)
@@ -118,23 +113,7 @@ func TestSendBacklogQueuesOneLargeCall(t *testing.T) {
 				t.Fatalf("large call %d, with the sender behind by %d call(s): got %v (done %v)", i, i, err, done)
 			}
 		}
-		third := async(func() error {
-			_, err := s.IngestRecord(context.Background(), large)
-			return err
-		})
-		settle(time.Second)
-		if _, done := poll(third); done {
-			t.Fatal("a third large call went in with the sender two calls and more than SendBacklog behind")
-		}
-		close(gate)
-		settle(time.Second)
-		if err, done := poll(third); !done || err != nil {
-			t.Fatalf("the sender caught up and the third call got %v (done %v)", err, done)
-		}
-		c.resp <- ackOf(2)
-		if err := s.Close(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		waitsForSender(t, s, c, gate, large, 2, "two calls and SendBacklog bytes")
 	})
 }
 
