@@ -47,19 +47,15 @@ func reportAwaited(b *testing.B, batch int, cpu0 time.Duration) {
 }
 
 func awaitClient(b *testing.B, endpoint string, batch int) {
-	await := openAwaitClient(b, endpoint, batch)
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU()
-	for range b.N {
-		await()
-	}
-	b.StopTimer()
-	reportAwaited(b, batch, cpu0)
+	awaitEach(b, batch, openAwaitClient(b, endpoint, batch))
 }
 
 func awaitRaw(b *testing.B, endpoint string, batch int) {
-	await := openAwaitRaw(b, endpoint, batch)
+	awaitEach(b, batch, openAwaitRaw(b, endpoint, batch))
+}
+
+// awaitEach times b.N awaited calls of one client and reports them.
+func awaitEach(b *testing.B, batch int, await func()) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
