@@ -15,7 +15,7 @@ import (
 // changes nothing. When the offset space is exhausted the stream fails and
 // the record is not accepted.
 func (m *Machine) IngestRecord(now Instant, rt RecordType, record []byte) (int64, error) {
-	return m.ingest(now, rt, entry{one: record, size: int64(len(record))}, FramedSize(len(record)))
+	return m.ingest(now, rt, oneEntry(record), FramedSize(len(record)))
 }
 
 // IngestBatch accepts a batch of records under one offset. An empty batch
@@ -32,7 +32,7 @@ func (m *Machine) IngestBatch(now Instant, rt RecordType, records [][]byte) (int
 	for _, r := range records {
 		size += int64(len(r))
 	}
-	return m.ingest(now, rt, entry{many: records, size: size}, CallSize(records))
+	return m.ingest(now, rt, batchEntry(records, size), CallSize(records))
 }
 
 // CallSize returns the size of a call of records as MaxCallBytes counts

@@ -116,6 +116,11 @@ func (m *Machine) MaxAttempted() int64 { return m.maxAttempted }
 // their payload bytes.
 func (m *Machine) Pending() (calls int, bytes int64) { return int(m.win.len()), m.win.bytes }
 
+// PendingRecords returns the records of the calls Pending counts: each
+// batch's, and one for each single-record call. A driver that bounds what
+// it keeps per record (package io) counts them.
+func (m *Machine) PendingRecords() int64 { return m.win.records }
+
 // Durable reports whether offset o is durable: acknowledged, or at or below a
 // resume watermark. Wait(o) is satisfied when Durable(o) or Failed(o).
 func (m *Machine) Durable(o int64) bool { return o <= m.win.floor() }
@@ -144,9 +149,9 @@ type Batch struct {
 func (m *Machine) Unacked(dst []Batch) []Batch {
 	for o := m.win.head; o < m.win.next; o++ {
 		e := m.win.at(o)
-		recs := e.many
+		recs := e.many()
 		if recs == nil {
-			recs = [][]byte{e.one}
+			recs = [][]byte{e.one()}
 		}
 		dst = append(dst, Batch{Offset: o, Records: recs})
 	}

@@ -22,7 +22,7 @@ func (m *Machine) Poll(dst []Action) []Action {
 	}
 	for o := m.sendNext; o < end; o++ {
 		e := m.win.at(o)
-		dst = append(dst, Action{Kind: ActSend, Conn: m.conn, Offset: o, Wire: o - m.base, Record: e.one, Records: e.many, Size: e.size})
+		dst = append(dst, Action{Kind: ActSend, Conn: m.conn, Offset: o, Wire: o - m.base, Record: e.one(), Records: e.many(), Size: e.size})
 	}
 	if end > m.sendNext {
 		m.sendNext = end

@@ -1,14 +1,59 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
-// entry is one accepted ingest call. Exactly one of one and many holds the
-// payload: a single record travels in one (no slice header to allocate), a
-// batch in many.
+// entry is one accepted ingest call: a single record (no slice header to
+// allocate) or a batch, and its payload bytes.
+//
+// Why 24 bytes and not two slices (56): the window holds an entry for every
+// call in flight, up to MaxInflightCalls (a million by default), in a ring
+// of a power of two, on the heap the collector lets grow to about twice
+// what is live. Measured with 20-byte records one per call and acks held
+// back 500 ms, the ring was 28 MiB of a client's 43 MiB of live heap.
+// data keeps what it points to alive as the slices did; the slices read
+// back have their length as capacity.
 type entry struct {
-	one  []byte
-	many [][]byte
+	data unsafe.Pointer // the record's bytes, or the batch's records
+	n    int            // a record's length, or ^(the batch's record count): negative
 	size int64
+}
+
+// oneEntry is the entry of a single record.
+func oneEntry(record []byte) entry {
+	return entry{data: unsafe.Pointer(unsafe.SliceData(record)), n: len(record), size: int64(len(record))}
+}
+
+// batchEntry is the entry of a batch of records (at least one) of size
+// payload bytes.
+func batchEntry(records [][]byte, size int64) entry {
+	return entry{data: unsafe.Pointer(unsafe.SliceData(records)), n: ^len(records), size: size}
+}
+
+// one returns the record of a single-record call, nil for a batch.
+func (e *entry) one() []byte {
+	if e.n < 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(e.data), e.n)
+}
+
+// count returns the entry's records: a batch's, or 1.
+func (e *entry) count() int64 {
+	if e.n < 0 {
+		return int64(^e.n)
+	}
+	return 1
+}
+
+// many returns the records of a batch, nil for a single record.
+func (e *entry) many() [][]byte {
+	if e.n >= 0 {
+		return nil
+	}
+	return unsafe.Slice((*[]byte)(e.data), ^e.n)
 }
 
 // window is the landing zone: every accepted call that is not yet durable,
@@ -16,12 +61,14 @@ type entry struct {
 //
 // Invariants: 0 <= head <= next; the entries for [head, next) are live and
 // every other slot is zero (so acked payloads are released to the GC);
-// bytes is the sum of live sizes; next-head <= len(ring).
+// bytes is the sum of live sizes and records of live record counts;
+// next-head <= len(ring).
 type window struct {
-	ring  []entry
-	head  int64 // first offset not yet durable: ack floor + 1
-	next  int64 // next offset to assign
-	bytes int64
+	ring    []entry
+	head    int64 // first offset not yet durable: ack floor + 1
+	next    int64 // next offset to assign
+	bytes   int64
+	records int64 // the records of live entries
 }
 
 const initialRing = 64
@@ -50,6 +97,7 @@ func (w *window) push(e entry) int64 {
 	*w.slot(o) = e
 	w.next++
 	w.bytes += e.size
+	w.records += e.count()
 	return o
 }
 
@@ -76,6 +124,7 @@ func (w *window) advance(to int64) {
 	for o := w.head; o < to; o++ {
 		e := w.slot(o)
 		w.bytes -= e.size
+		w.records -= e.count()
 		*e = entry{}
 	}
 	if to > w.head {

@@ -1,10 +1,12 @@
 package core
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // checkWindow asserts the window's written invariants.
@@ -13,16 +15,17 @@ func checkWindow(t *testing.T, w *window) {
 	if w.head < 0 || w.head > w.next || w.len() > int64(len(w.ring)) {
 		t.Fatalf("bounds broken: head %d next %d ring %d", w.head, w.next, len(w.ring))
 	}
-	var live int64
+	var live, records int64
 	for o := w.head; o < w.next; o++ {
 		live += w.slot(o).size
+		records += w.slot(o).count()
 	}
-	if live != w.bytes {
-		t.Fatalf("bytes %d, live entries hold %d", w.bytes, live)
+	if live != w.bytes || records != w.records {
+		t.Fatalf("bytes %d and records %d, live entries hold %d and %d", w.bytes, w.records, live, records)
 	}
 	zero := 0
 	for i := range w.ring {
-		if w.ring[i].one == nil && w.ring[i].many == nil && w.ring[i].size == 0 {
+		if w.ring[i] == (entry{}) {
 			zero++
 		}
 	}
@@ -42,7 +45,7 @@ func TestWindowRing(t *testing.T) {
 			if rng.IntN(3) > 0 && w.next < math.MaxInt64-1 {
 				rec := make([]byte, rng.IntN(5))
 				rec = append(rec, byte(w.next))
-				if o := w.push(entry{one: rec, size: int64(len(rec))}); o != w.next-1 {
+				if o := w.push(oneEntry(rec)); o != w.next-1 {
 					t.Fatalf("push returned %d, next is %d", o, w.next)
 				}
 			} else if w.len() > 0 {
@@ -50,7 +53,7 @@ func TestWindowRing(t *testing.T) {
 			}
 			checkWindow(t, &w)
 			for o := w.head; o < w.next; o++ {
-				if e := w.at(o); e.one[len(e.one)-1] != byte(o) {
+				if r := w.at(o).one(); r[len(r)-1] != byte(o) {
 					t.Fatalf("offset %d holds the payload of another offset", o)
 				}
 			}
@@ -69,7 +72,7 @@ func TestWindowPanicsOnBrokenInvariant(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var w window
-			w.push(entry{one: []byte("x"), size: 1})
+			w.push(oneEntry([]byte("x")))
 			defer func() {
 				if recover() == nil {
 					t.Fatal("no panic")
@@ -145,5 +148,51 @@ func TestReconcilePure(t *testing.T) {
 				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
 			}
 		})
+	}
+}
+
+// TestEntryRoundTrip holds the compact entry to the slices it was made
+// from: a record (nil, empty or not) and a batch read back alike, with the
+// other kind nil, and an entry of 24 bytes (see entry).
+func TestEntryRoundTrip(t *testing.T) {
+	if got := unsafe.Sizeof(entry{}); got != 24 {
+		t.Fatalf("an entry is %d bytes, want 24", got)
+	}
+	for _, r := range [][]byte{nil, {}, []byte("x"), make([]byte, 3, 10)} {
+		e := oneEntry(r)
+		got := e.one()
+		if (got == nil) != (r == nil) || !bytes.Equal(got, r) || e.many() != nil || e.size != int64(len(r)) {
+			t.Fatalf("record %q (nil %v) read back as %q (nil %v), many %v, size %d", r, r == nil, got, got == nil, e.many(), e.size)
+		}
+		if len(r) > 0 && &got[0] != &r[0] {
+			t.Fatal("the record read back is a copy, not the record")
+		}
+	}
+	for _, b := range [][][]byte{{nil}, {[]byte("a"), {}, []byte("bc")}} {
+		e := batchEntry(b, 3)
+		got := e.many()
+		if len(got) != len(b) || &got[0] != &b[0] || e.one() != nil || e.size != 3 {
+			t.Fatalf("batch %q read back as %q, one %q, size %d", b, got, e.one(), e.size)
+		}
+	}
+}
+
+// TestWindowCountsRecords: the window counts a batch's records and one for
+// a single record, empty or not, and forgets them as it advances.
+func TestWindowCountsRecords(t *testing.T) {
+	var w window
+	w.push(oneEntry(nil))
+	w.push(batchEntry([][]byte{[]byte("a"), {}, []byte("bc")}, 3))
+	w.push(oneEntry([]byte("x")))
+	if w.records != 5 {
+		t.Fatalf("records %d after a record, a batch of 3 and a record, want 5", w.records)
+	}
+	w.advance(2)
+	if w.records != 1 {
+		t.Fatalf("records %d after the first two durable, want 1", w.records)
+	}
+	w.advance(3)
+	if w.records != 0 || w.bytes != 0 {
+		t.Fatalf("records %d, bytes %d in an empty window", w.records, w.bytes)
 	}
 }
