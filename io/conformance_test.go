@@ -312,8 +312,10 @@ func TestEphemeralWindowBlocks(t *testing.T) {
 				srv.Inject(memtransport.Match{}, tt.fault)
 				cfg := config(core.Ephemeral)
 				if tt.bytes {
-					// Records are 7 bytes: two fit, a third does not.
-					cfg.MaxCallBytes, cfg.MaxInflightBytes = 16, 16
+					// Records are 7 bytes, and the bound counts what each
+					// call keeps too: two fit, a third does not.
+					cfg.MaxCallBytes = 16
+					cfg.MaxInflightBytes = 2 * (7 + streamio.CallCost + streamio.RecordCost)
 				} else {
 					cfg.MaxInflightCalls = 2
 				}

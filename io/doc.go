@@ -13,6 +13,7 @@
 //	stream.go     Stream: Open, the one mutex around the core, accessors
 //	options.go    Options, Observer and their defaults
 //	ingest.go     IngestRecord and IngestBatch: the copy, backpressure
+//	memory.go     what each call keeps, counted against the byte bound
 //	arena.go      the off-heap blocks accepted records are copied into;
 //	slab.go       the slabs their bytes and batch headers come from
 //	process.go    the core's actions applied, the timer, logging
@@ -48,9 +49,10 @@
 // blocks given back as offsets become durable, so that the in-flight byte
 // bound is what in-flight records cost: records kept on the heap would
 // count as live heap, which the collector lets grow to twice its size.
-// Options.NoCopy keeps records by reference instead. Ingest also waits
-// while the connection's sender is more than SendBacklog bytes or
-// SendBacklogCalls calls behind.
+// Options.NoCopy keeps records by reference instead. The byte bound counts
+// what the window keeps for each call and record beyond their payload too
+// (CallCost, RecordCost). Ingest also waits while the connection's sender
+// is more than SendBacklog bytes or SendBacklogCalls calls behind.
 //
 // # How it runs
 //

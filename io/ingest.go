@@ -42,23 +42,27 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 			err error
 		)
 		inFlight, before := s.m.Pending()
+		size, n := int64(len(one)), 1
+		var framed int64
+		if batch {
+			size, framed = batchSizes(many)
+			n = len(many)
+		}
 		switch {
 		case s.cb.full() && !s.m.State().Terminal():
 			err = core.ErrWindowFull
 		case s.backlogged():
 			err = core.ErrWindowFull // the same wait, for the sender
+		case s.overBound(size, n):
+			err = core.ErrWindowFull // the byte bound, with what a call keeps
 		case batch:
-			off, err = s.acceptBatch(many)
+			off, err = s.acceptBatch(many, size, framed)
 		default:
 			off, err = s.acceptRecord(one)
 		}
 		if err == nil {
 			if off != core.NoOffset {
 				_, after := s.m.Pending()
-				n := 1
-				if batch {
-					n = len(many)
-				}
 				s.accepted(off, n, after-before)
 			}
 			s.idleIngest = inFlight == 0
@@ -111,25 +115,22 @@ func (s *Stream) acceptRecord(r []byte) (int64, error) {
 
 // batchSizes returns the sum of the records' lengths and their size as a
 // call (core.CallSize), in one pass.
-func batchSizes(records [][]byte) (payload int, framed int64) {
+func batchSizes(records [][]byte) (payload, framed int64) {
 	for _, r := range records {
-		payload += len(r)
+		payload += int64(len(r))
 		framed += core.FramedSize(len(r))
 	}
 	return payload, framed
 }
 
-// acceptBatch is acceptRecord for a batch.
-func (s *Stream) acceptBatch(records [][]byte) (int64, error) {
-	if s.arena == nil || s.finished || len(records) == 0 {
-		return s.m.IngestBatch(s.at, s.rt, records)
-	}
-	payload, framed := batchSizes(records)
-	if s.m.CallTooLarge(framed) {
+// acceptBatch is acceptRecord for a batch of payload bytes, framed bytes
+// as a call (batchSizes).
+func (s *Stream) acceptBatch(records [][]byte, payload, framed int64) (int64, error) {
+	if s.arena == nil || s.finished || len(records) == 0 || s.m.CallTooLarge(framed) {
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
 	m := s.arena.mark()
-	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records, payload))
+	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records, int(payload)))
 	s.arena.settle(m, off, err)
 	return off, err
 }

@@ -187,7 +187,7 @@ func (s *Stream) signalRoom() {
 	if s.space == nil {
 		return
 	}
-	if calls, bytes := s.m.Pending(); calls <= s.lowCalls && bytes <= s.lowBytes {
+	if calls, bytes := s.m.Pending(); calls <= s.lowCalls && kept(int64(calls), bytes, s.m.PendingRecords()) <= s.lowBytes {
 		signal(&s.space)
 	}
 }

@@ -248,7 +248,7 @@ func TestArenaBatchSurvivesCollections(t *testing.T) {
 // copyBatch copies records into a as ingest does, with their payload.
 func copyBatch(a *recordArena, records [][]byte) [][]byte {
 	payload, _ := batchSizes(records)
-	return a.copyBatch(records, payload)
+	return a.copyBatch(records, int(payload))
 }
 
 // TestArenaBatchLargerThanABlock: a batch whose payload exceeds a block is

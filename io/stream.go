@@ -68,6 +68,7 @@ type Stream struct {
 	// was full wakes its blocked callers once it has drained below both.
 	lowCalls int
 	lowBytes int64
+	maxBytes int64 // the byte bound, which overBound applies to what calls keep
 
 	openSeen bool          // opened has been closed
 	opened   chan struct{} // closed once the first open succeeds
@@ -117,6 +118,7 @@ func Open(ctx context.Context, t Transport, cfg core.Config, opts Options) (*Str
 		opened:   make(chan struct{}),
 		lowCalls: cfg.MaxInflightCalls - cfg.MaxInflightCalls/8,
 		lowBytes: cfg.MaxInflightBytes - cfg.MaxInflightBytes/8,
+		maxBytes: cfg.MaxInflightBytes,
 		done:     make(chan struct{}),
 	}
 	if !opts.NoCopy {
