@@ -35,6 +35,7 @@ type config struct {
 	rss      bool
 	volume   int64
 	ackDelay time.Duration // -rss: the server holds every ack back this long
+	rssSize  int64         // -rss: bytes of each record
 	recovery bool
 	// rounds: of the table, interleaved rounds per cell; of -recovery,
 	// faults of each kind.
@@ -60,8 +61,9 @@ rounds of -duration each, interleaved (the first alternating), and the table
 gives each client's median round and the median of the rounds' ratios with its
 spread (min and max). Prints a table; -csv and -svg write it.
 
--rss instead ingests -volume of 1 KiB records through a 64 MiB in-flight bound in
-a child process and reports its peak RSS (with -ack-delay, the server holds every
+-rss instead ingests -volume of 1 KiB records (or -record-size) through a 64 MiB
+in-flight bound in a child process and reports its peak RSS, and its growth over
+what it held before it opened the stream (with -ack-delay, the server holds every
 ack back, as a distant or slow one would, so that the in-flight bound is reached);
 -recovery instead measures the time until acks flow again after a close signal
 and after a dropped connection.
@@ -124,9 +126,10 @@ func flags(stderr io.Writer) (*flag.FlagSet, *config) {
 	fs.StringVar(&cfg.svgPath, "svg", "", "write the table as an SVG chart to this file")
 	fs.BoolVar(&cfg.noCopy, "nocopy", false, "run the zbstream client with WithNoCopy (records kept by reference, not copied)")
 	fs.BoolVar(&cfg.verbose, "v", false, "print every measurement to stderr")
-	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of 1 KiB records (64 MiB in-flight bound)")
+	fs.BoolVar(&cfg.rss, "rss", false, "measure the peak RSS of a child process ingesting -volume of -record-size records (64 MiB in-flight bound)")
 	cli.ByteSizeVar(fs, &cfg.volume, "volume", 4<<30, "`bytes` ingested by -rss (e.g. 4GiB; "+cli.SizeUnits+")")
 	fs.DurationVar(&cfg.ackDelay, "ack-delay", 0, "with -rss: the server holds every ack back this long (0: acks at once)")
+	cli.ByteSizeVar(fs, &cfg.rssSize, "record-size", rssRecordSize, "with -rss: `bytes` of each record (e.g. 20; "+cli.SizeUnits+")")
 	fs.BoolVar(&cfg.recovery, "recovery", false, "measure the time until acks flow again after a close signal and after a dropped connection")
 	fs.StringVar(&cfg.format, "format", "json", "json: the table of the zbstream client beside raw gRPC; arrow: the same rows as Arrow batches beside JSON lines")
 	fs.IntVar(&cfg.rounds, "rounds", 0, fmt.Sprintf("interleaved rounds per cell of the table, the median reported (default %d); with -recovery, faults of each kind injected (default %d)", defaultRounds, recoveryDefaultRounds))
@@ -175,6 +178,8 @@ func (c *config) check() error {
 		return cli.UsageErr("-nocopy applies to the throughput table only")
 	case c.ackDelay > 0 && !c.rss:
 		return cli.UsageErr("-ack-delay applies to -rss only")
+	case c.rssSize != rssRecordSize && !c.rss:
+		return cli.UsageErr("-record-size applies to -rss only (the table's sizes are -sizes)")
 	case (c.rss || c.recovery) && c.endpoint != "":
 		return cli.UsageErr("-rss and -recovery use the in-process server: drop -endpoint")
 	case (c.rss || c.recovery) && (c.csvPath != "" || c.svgPath != ""):
@@ -191,9 +196,12 @@ func (c *config) check() error {
 	if c.format == "arrow" { // rows of its own, whatever -sizes says; arrowTable checks the call limit
 		return nil
 	}
-	if c.rss { // -rss sends 1 KiB records, whatever -sizes says
-		if b := int64(c.batch) * int64(rssRecordSize+5); b > core.DefaultMaxCallBytes {
-			return cli.UsageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, rssRecordSize, b, core.DefaultMaxCallBytes)
+	if c.rss { // -rss sends records of -record-size, whatever -sizes says
+		if c.rssSize < minRecord || c.rssSize > core.DefaultMaxCallBytes {
+			return cli.UsageErr("-record-size: %d B is not between the smallest record, %d B, and the call limit, %d B", c.rssSize, minRecord, core.DefaultMaxCallBytes)
+		}
+		if b := int64(c.batch) * (c.rssSize + 5); b > core.DefaultMaxCallBytes {
+			return cli.UsageErr("-batch: a batch of %d records of %d B is %d B, over the %d-byte call limit", c.batch, c.rssSize, b, core.DefaultMaxCallBytes)
 		}
 		return nil
 	}

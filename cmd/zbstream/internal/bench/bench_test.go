@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -257,6 +258,10 @@ func TestBenchBadFlags(t *testing.T) {
 		{"-volume", "10"},
 		{"-rounds", "0"},
 		{"-rss", "-csv", "x.csv"},
+		{"-record-size", "20"}, // -rss only
+		{"-rss", "-record-size", "7"},
+		{"-rss", "-record-size", "20MiB"},
+		{"-rss", "-record-size", "200KiB", "-batch", "100"},
 		{"-recovery", "-endpoint", "http://127.0.0.1:1"},
 	} {
 		code, out, errs := run(t, args...)
@@ -270,6 +275,21 @@ func TestBenchBadFlags(t *testing.T) {
 	code, _, errs := run(t, "-h")
 	if code != cli.ExitOK || !strings.Contains(errs, "Usage: zbstream bench") || !strings.Contains(errs, "-sizes") {
 		t.Errorf("bench -h: exit %d, stderr:\n%s", code, errs)
+	}
+}
+
+// TestRSSRecord: the -rss records are JSON objects of the size asked for,
+// from the smallest record up, numbered where the number fits.
+func TestRSSRecord(t *testing.T) {
+	for _, size := range []int{minRecord, 20, 33, 1024} {
+		rec := rssRecord(12345, size)
+		var v map[string]any
+		if len(rec) != size || json.Unmarshal(rec, &v) != nil {
+			t.Errorf("rssRecord(12345, %d) = %q: %d bytes", size, rec, len(rec))
+		}
+		if _, numbered := v["seq"]; numbered != (size >= 33) {
+			t.Errorf("rssRecord(12345, %d) = %q: numbered %v", size, rec, numbered)
+		}
 	}
 }
 
@@ -302,6 +322,10 @@ func TestBenchRSSChild(t *testing.T) {
 	}
 	if !strings.Contains(out, `result {"records":1024,"bytes":1048576,`) {
 		t.Errorf("no result for 1024 records in:\n%s", out)
+	}
+	t.Setenv(cli.RoleConfigEnv, `{"endpoint":"`+ep+`","table":"main.bench.events","volume":2000,"batch":1,"size":20}`)
+	if code, out, errs := run(t); code != cli.ExitOK || !strings.Contains(out, `result {"records":100,"bytes":2000,`) {
+		t.Errorf("20-byte records: exit %d, no result for 100 records in:\n%s%s", code, out, errs)
 	}
 	t.Setenv(cli.RoleConfigEnv, "{")
 	if code, _, errs := run(t); code != cli.ExitFailure || !strings.Contains(errs, cli.RoleConfigEnv) {

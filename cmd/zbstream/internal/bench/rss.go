@@ -14,15 +14,18 @@ import (
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/proc"
+	streamio "github.com/zbstream/zbstream/io"
 	"github.com/zbstream/zbstream/server"
 )
 
-// The -rss measurement: 1 KiB records through a 64 MiB in-flight bound;
-// the target is a peak RSS under 192 MiB.
+// The -rss measurement: 1 KiB records (or -record-size) through a 64 MiB
+// in-flight bound; the target is a peak RSS under 192 MiB, and the bound
+// plus 32 MiB over what the child held before it opened the stream.
 const (
 	rssRecordSize    = 1 << 10
 	rssInflightBytes = 64 << 20
 	rssTarget        = 192 << 20
+	rssSlack         = 32 << 20
 )
 
 // rssConfig is handed to the child as JSON in the environment.
@@ -31,6 +34,7 @@ type rssConfig struct {
 	Table    string `json:"table"`
 	Volume   int64  `json:"volume"`
 	Batch    int    `json:"batch"`
+	Size     int    `json:"size"` // bytes of each record
 }
 
 // rssResult is what the child reports, as one "result {json}" line.
@@ -41,6 +45,13 @@ type rssResult struct {
 	// PeakInflight is the most payload in flight (accepted, not durable)
 	// seen, sampled every 1,000 calls.
 	PeakInflight int64 `json:"peak_inflight"`
+	// PeakKept is the most the byte bound counted, sampled with
+	// PeakInflight: the payload, and io.CallCost and io.RecordCost for
+	// each call and record in flight.
+	PeakKept int64 `json:"peak_kept"`
+	// Baseline is the child's RSS before it opened the client: this
+	// binary's code and runtime (0 where the platform does not say).
+	Baseline int64 `json:"baseline"`
 }
 
 // rss ingests cfg.volume of 1 KiB records in a child process (this
@@ -55,7 +66,7 @@ func rss(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if cfg.ackDelay > 0 {
 		srv.Inject(server.Match{}, server.Fault{Kind: server.FaultDelayAcks, Delay: cfg.ackDelay, Times: server.Unlimited})
 	}
-	rc := rssConfig{Endpoint: ep, Table: cfg.table, Volume: cfg.volume, Batch: cfg.batch}
+	rc := rssConfig{Endpoint: ep, Table: cfg.table, Volume: cfg.volume, Batch: cfg.batch, Size: int(cfg.rssSize)}
 	cmd, err := cli.RoleCommand(ctx, "bench", "rss", rc)
 	if err != nil {
 		return err
@@ -70,7 +81,7 @@ func rss(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "zbstream bench -rss: %s of %d B records in calls of %d, in-flight bound %s, acks held back %v, in a child process; %s\n",
-		formatBytes(cfg.volume), rssRecordSize, cfg.batch, formatBytes(rssInflightBytes), cfg.ackDelay, machineLine())
+		formatBytes(cfg.volume), cfg.rssSize, cfg.batch, formatBytes(rssInflightBytes), cfg.ackDelay, machineLine())
 	if gc := childGCSettings(); gc != "" {
 		fmt.Fprintln(stdout, "child's Go runtime settings from the environment:", gc)
 	}
@@ -109,8 +120,18 @@ func rss(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	secs := res.Elapsed.Seconds()
 	fmt.Fprintf(stdout, "ingested %d records (%s) in %.1fs: %.0f records/s, %.1f MB/s\n",
 		res.Records, formatBytes(res.Bytes), secs, float64(res.Records)/secs, float64(res.Bytes)/secs/1e6)
-	fmt.Fprintf(stdout, "peak in flight: %.1f MiB of the %s bound (sampled)\n", float64(res.PeakInflight)/(1<<20), formatBytes(rssInflightBytes))
+	fmt.Fprintf(stdout, "peak in flight: %.1f MiB of payload, %.1f MiB with what the stream keeps for each call and record, of the %s bound (sampled)\n",
+		float64(res.PeakInflight)/(1<<20), float64(res.PeakKept)/(1<<20), formatBytes(rssInflightBytes))
 	fmt.Fprintf(stdout, "peak RSS of the child: %.1f MiB (%s the %d MiB target)\n", float64(peak)/(1<<20), verdict, rssTarget>>20)
+	if res.Baseline > 0 {
+		growth := peak - res.Baseline
+		within := "within"
+		if growth > rssInflightBytes+rssSlack {
+			within = "OVER"
+		}
+		fmt.Fprintf(stdout, "before it opened the stream: %.1f MiB (this binary's code and runtime); the stream's growth: %.1f MiB, %s the bound + %d MiB (%d MiB)\n",
+			float64(res.Baseline)/(1<<20), float64(growth)/(1<<20), within, rssSlack>>20, (rssInflightBytes+rssSlack)>>20)
+	}
 	if peak >= rssTarget {
 		return cli.WithCode(cli.ExitFailure, fmt.Errorf("peak RSS %.1f MiB is over the %d MiB target", float64(peak)/(1<<20), rssTarget>>20))
 	}
@@ -147,6 +168,7 @@ func rssChild(ctx context.Context, rc rssConfig, stdout io.Writer) error {
 
 // rssIngest does the child's work; progress is called about every 5 s.
 func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int64, el time.Duration)) (rssResult, error) {
+	baseline, _ := proc.CurrentRSS()
 	c, err := zbstream.NewClient(rc.Endpoint)
 	if err != nil {
 		return rssResult{}, err
@@ -158,15 +180,19 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	}
 	defer s.Close(ctx) // on an error path: at once if ctx has ended
 	batch := max(rc.Batch, 1)
-	total := max(rc.Volume/rssRecordSize, 1)
+	size := rc.Size
+	if size <= 0 {
+		size = rssRecordSize
+	}
+	total := max(rc.Volume/int64(size), 1)
 	start := time.Now()
 	next := start.Add(5 * time.Second)
-	var done, calls, peakInflight int64
+	var done, calls, peakInflight, peakKept int64
 	for done < total {
 		n := int(min(int64(batch), total-done))
 		recs := make([][]byte, n) // fresh records, as a source yields them; the stream copies them
 		for i := range n {
-			recs[i] = rssRecord(done + int64(i))
+			recs[i] = rssRecord(done+int64(i), size)
 		}
 		if n == 1 {
 			_, err = s.IngestRecord(ctx, recs[0])
@@ -178,7 +204,9 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 		}
 		done += int64(n)
 		if calls++; calls%1000 == 0 {
-			peakInflight = max(peakInflight, s.Stats().InFlightBytes)
+			st := s.Stats()
+			peakInflight = max(peakInflight, st.InFlightBytes)
+			peakKept = max(peakKept, st.InFlightBytes+st.InFlightCalls*int64(streamio.CallCost+batch*streamio.RecordCost))
 		}
 		if progress != nil && time.Now().After(next) {
 			progress(done, total, time.Since(start))
@@ -192,16 +220,21 @@ func rssIngest(ctx context.Context, rc rssConfig, progress func(done, total int6
 	if err := s.Close(ctx); err != nil {
 		return rssResult{}, cli.ClientErr(err, "-ca-file")
 	}
-	return rssResult{Records: done, Bytes: done * rssRecordSize, Elapsed: el, PeakInflight: peakInflight}, nil
+	return rssResult{Records: done, Bytes: done * int64(size), Elapsed: el, PeakInflight: peakInflight, PeakKept: peakKept, Baseline: baseline}, nil
 }
 
-// rssRecord is a new 1 KiB JSON object for record i.
-func rssRecord(i int64) []byte {
-	rec := make([]byte, rssRecordSize)
+// rssRecord is a new JSON object of size bytes (at least minRecord) for
+// record i: its number and padding, or padding alone where the number
+// would not fit.
+func rssRecord(i int64, size int) []byte {
+	rec := make([]byte, size)
 	head := fmt.Appendf(rec[:0], `{"seq":%d,"pad":"`, i)
-	for j := len(head); j < rssRecordSize-2; j++ {
+	if len(head) > size-2 {
+		head = append(rec[:0], `{"p":"`...)
+	}
+	for j := len(head); j < size-2; j++ {
 		rec[j] = 'a' + byte(i%26)
 	}
-	copy(rec[rssRecordSize-2:], `"}`)
+	copy(rec[size-2:], `"}`)
 	return rec
 }

@@ -3,6 +3,7 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"syscall"
@@ -21,4 +22,18 @@ func PeakRSS(ps *os.ProcessState) (int64, bool) {
 		return maxrss, true
 	}
 	return maxrss << 10, true
+}
+
+// CurrentRSS returns this process's resident set size now, in bytes, where
+// /proc tells it (Linux), and false elsewhere.
+func CurrentRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
+		return 0, false
+	}
+	return resident * int64(os.Getpagesize()), true
 }
