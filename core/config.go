@@ -36,7 +36,9 @@ type Config struct {
 	// MaxInflightCalls bounds buffered plus in-flight ingest calls.
 	MaxInflightCalls int
 	// MaxInflightBytes bounds the payload bytes of buffered plus in-flight
-	// calls. It must be at least MaxCallBytes.
+	// calls. It must be at least MaxCallBytes. A driver may count more
+	// against it than the payload: package io counts what it keeps for each
+	// call and record too (io.CallCost, io.RecordCost).
 	MaxInflightBytes int64
 	// MaxCallBytes bounds the bytes of one ingest call as the request
 	// carries its records: each record with its framing (FramedSize).

@@ -13,7 +13,8 @@ import (
 // Options.NoCopy, it is kept by reference until durable or failed, and the
 // caller must not modify it until then).
 //
-// When the window of unacknowledged calls is full, or callbacks lag
+// When the window of unacknowledged calls is full (its byte bound counting
+// CallCost and RecordCost beside the payload), or callbacks lag
 // Options.CallbackQueue offsets behind, or the connection's sender is
 // SendBacklog bytes or SendBacklogCalls calls behind, IngestRecord blocks
 // until there is room or ctx ends. A record larger than the per-call limit
@@ -35,6 +36,11 @@ func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, erro
 }
 
 func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bool) (int64, error) {
+	size, framed, n := int64(len(one)), core.FramedSize(len(one)), 1
+	if batch {
+		size, framed = batchSizes(many)
+		n = len(many)
+	}
 	for {
 		s.lock()
 		var (
@@ -42,18 +48,12 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 			err error
 		)
 		inFlight, before := s.m.Pending()
-		size, n := int64(len(one)), 1
-		var framed int64
-		if batch {
-			size, framed = batchSizes(many)
-			n = len(many)
-		}
 		switch {
 		case s.cb.full() && !s.m.State().Terminal():
 			err = core.ErrWindowFull
 		case s.backlogged():
 			err = core.ErrWindowFull // the same wait, for the sender
-		case s.overBound(size, n):
+		case s.overBound(size, framed, n):
 			err = core.ErrWindowFull // the byte bound, with what a call keeps
 		case batch:
 			off, err = s.acceptBatch(many, size, framed)

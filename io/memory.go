@@ -16,7 +16,10 @@ package io
 // the arena, or the caller's with Options.NoCopy). Counting only the
 // payload, a 64 MiB bound measured 137 MiB of peak RSS with 20-byte
 // records one per call, and 172 MiB in batches of 100, with acks held back
-// 3 s; with the costs counted, see docs/benchmarks.md.
+// 3 s; with the costs counted, see docs/benchmarks.md. A single record has
+// no slice header, and is charged RecordCost all the same: one rule for
+// every call, at 24 bytes a call more than its slot needs, which stands for
+// part of what the bound leaves out (below).
 //
 // What the bound does not count, as each is bounded on its own: the
 // sender's queue (SendBacklogCalls calls of 64 bytes, two queues) and
@@ -27,13 +30,16 @@ const (
 	RecordCost = 24
 )
 
-// overBound reports whether a call of size payload bytes and n records
-// would take what the window keeps past its byte bound (CallCost,
-// RecordCost). A stream that has ended, or is closing, refuses the call
-// itself, at once. The caller holds s.mu.
-func (s *Stream) overBound(size int64, n int) bool {
+// overBound reports whether a call of size payload bytes, framed bytes as
+// sent and n records would take what the window keeps past its byte bound
+// (CallCost, RecordCost). The calls the machine refuses at once, or takes
+// without a slot, are left to it: an empty batch, a call over the per-call
+// limit, any call once the stream is closing or has ended (Terminal: the
+// machine has failed or closed, whether or not the driver has seen it
+// finish yet). The caller holds s.mu.
+func (s *Stream) overBound(size, framed int64, n int) bool {
 	calls, bytes := s.m.Pending()
-	if calls == 0 || s.closing || s.finished || s.m.State().Terminal() {
+	if calls == 0 || n == 0 || s.closing || s.m.State().Terminal() || s.m.CallTooLarge(framed) {
 		return false
 	}
 	return kept(int64(calls)+1, bytes+size, s.m.PendingRecords()+int64(n)) > s.maxBytes

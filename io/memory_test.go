@@ -2,6 +2,7 @@ package io_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -78,6 +79,38 @@ func TestByteBoundTakesACallIntoAnEmptyWindow(t *testing.T) {
 			if err := s.Wait(context.Background(), off); err != nil {
 				t.Fatalf("Wait(%d): %v", off, err)
 			}
+		}
+	})
+}
+
+// TestByteBoundLeavesRefusalsToTheMachine: with the bound reached, a call
+// the machine refuses at once (over the per-call limit) is refused at
+// once, and an empty batch, which takes no slot, returns at once, rather
+// than waiting for room.
+func TestByteBoundLeavesRefusalsToTheMachine(t *testing.T) {
+	bubble(t, func(t *testing.T, srv *memtransport.Server) {
+		srv.Inject(memtransport.Match{}, memtransport.Fault{Kind: memtransport.FaultDelayAcks, Delay: 10 * time.Second, Times: memtransport.Unlimited})
+		cfg := config(core.Ephemeral)
+		cfg.MaxCallBytes = 16
+		cfg.MaxInflightBytes = 2 + streamio.CallCost + streamio.RecordCost
+		s := open(t, srv, cfg, streamio.Options{})
+		if _, err := s.IngestRecord(context.Background(), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		res := async(func() ingestResult {
+			off, err := s.IngestRecord(context.Background(), make([]byte, 40))
+			return ingestResult{off, err}
+		})
+		var limit *core.LimitError
+		if r, ok := poll(res); !ok || !errors.As(r.err, &limit) {
+			t.Fatalf("a record over the per-call limit with the bound reached: %v, returned %v; want a *core.LimitError at once", r.err, ok)
+		}
+		empty := async(func() ingestResult {
+			off, err := s.IngestBatch(context.Background(), nil)
+			return ingestResult{off, err}
+		})
+		if r, ok := poll(empty); !ok || r.err != nil || r.off != core.NoOffset {
+			t.Fatalf("an empty batch with the bound reached = %d, %v, returned %v; want NoOffset, nil at once", r.off, r.err, ok)
 		}
 	})
 }

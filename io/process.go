@@ -180,7 +180,8 @@ func (s *Stream) timerLoop() {
 }
 
 // signalRoom wakes the callers blocked on a full window once it has drained
-// below its low-water mark (7/8 of each limit), not on every completion: a
+// below its low-water mark (7/8 of each limit, the byte limit applied to
+// what the window keeps: kept), not on every completion: a
 // full window would otherwise wake every blocked producer once per ack, for
 // one call's worth of room each time. The caller holds s.mu.
 func (s *Stream) signalRoom() {

@@ -248,7 +248,7 @@ func (s *Stream) LastAssigned() int64 {
 // grouped as it was ingested. After Close or a failure these are the records
 // the application still owns, and every call returns the same list. The
 // records are copies the caller may keep (with Options.NoCopy, the slices
-// it ingested).
+// it ingested, each with its length as its capacity).
 func (s *Stream) Unacked() []core.Batch {
 	s.mu.Lock()
 	defer s.mu.Unlock()

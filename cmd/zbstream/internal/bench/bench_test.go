@@ -281,14 +281,15 @@ func TestBenchBadFlags(t *testing.T) {
 // TestRSSRecord: the -rss records are JSON objects of the size asked for,
 // from the smallest record up, numbered where the number fits.
 func TestRSSRecord(t *testing.T) {
-	for _, size := range []int{minRecord, 20, 33, 1024} {
+	numbered := len(`{"seq":12345,"pad":""}`) // the smallest record with the number
+	for _, size := range []int{minRecord, 20, numbered - 1, numbered, 1024} {
 		rec := rssRecord(12345, size)
 		var v map[string]any
 		if len(rec) != size || json.Unmarshal(rec, &v) != nil {
 			t.Errorf("rssRecord(12345, %d) = %q: %d bytes", size, rec, len(rec))
 		}
-		if _, numbered := v["seq"]; numbered != (size >= 33) {
-			t.Errorf("rssRecord(12345, %d) = %q: numbered %v", size, rec, numbered)
+		if _, seq := v["seq"]; seq != (size >= numbered) {
+			t.Errorf("rssRecord(12345, %d) = %q: numbered %v", size, rec, seq)
 		}
 	}
 }
