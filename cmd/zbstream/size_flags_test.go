@@ -11,7 +11,7 @@ import (
 
 // sizeFlags are the byte-size flags of every subcommand; each package
 // checks its own with clitest.CheckSizeFlags.
-var sizeFlags = []string{"bench -sizes", "bench -volume", "demo -record-size", "ingest -batch-bytes",
+var sizeFlags = []string{"bench -record-size", "bench -sizes", "bench -volume", "demo -record-size", "ingest -batch-bytes",
 	"serve -receive-budget", "serve -max-message-bytes"}
 
 // TestSizeFlagsHelp: the flags whose help says bytes are the size flags

@@ -10,5 +10,5 @@ import (
 // subcommand's does, and refuses a bad one naming the flag.
 func TestSizeFlags(t *testing.T) {
 	newFlags := func() *flag.FlagSet { fs, _ := flags(io.Discard); return fs }
-	cmds.CheckSizeFlags(t, "bench", newFlags, "sizes", "volume")
+	cmds.CheckSizeFlags(t, "bench", newFlags, "sizes", "volume", "record-size")
 }
