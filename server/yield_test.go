@@ -59,11 +59,7 @@ func TestSilentCallYieldsToAWaitingCall(t *testing.T) {
 	// The silent call's receiver holds its read hold before the busy call
 	// asks for one (the headers go out before the receiver takes it; on a
 	// loaded machine the busy call could otherwise take the budget first).
-	for deadline := time.Now().Add(5 * time.Second); ts.Server.BudgetHeldBy("servertest") == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the silent call never took its read hold")
-		}
-	}
+	waitHolding(t, ts, "servertest")
 
 	busy, _ := pcreate(t, ts, c, "busy")
 	pjson(t, busy, 0, `{"b":1}`)
@@ -94,6 +90,10 @@ func TestFirstMessageNotReadForTheBudgetIsBusy(t *testing.T) {
 	idle, _ := pcreate(t, ts, c, "idle") // its receiver waits holding the budget
 	pjson(t, idle, 0, `{"a":1}`)
 	pwaitAck(t, idle, 0)
+	// Its receiver takes the read hold back once it waits for the next
+	// message; on a loaded machine the second call's create could
+	// otherwise be read (and answered) before it does.
+	waitHolding(t, ts, "servertest")
 
 	// The same principal's second call: it holds a read hold already, so
 	// no floor; its create is sent at once but cannot be read.
