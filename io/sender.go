@@ -7,7 +7,7 @@ package io
 // to it and not yet written, and SendBacklogCalls the calls. Ingest waits
 // while a live connection is further behind than either, until its sender
 // has caught up to SendBacklogLow and SendBacklogCallsLow (7/8 of each, so
-// that waiting callers are woken once per 256 KiB or 8,192 calls written, not
+// that waiting callers are woken once per MiB or 8,192 calls written, not
 // once per call). Neither bound holds back a call while the sender has at
 // most one to write: a call larger than SendBacklog (up to MaxCallBytes,
 // 10 MiB by default) is copied while the one before it is written, as
@@ -24,25 +24,25 @@ package io
 //
 //   - batches of 100 1 KiB records: with a 64 MiB bound, 683-847k records/s
 //     at 0.95-1.27 µs of client CPU each; with 8 MiB, 820-869k at 0.92-0.98
-//     µs; with 2 MiB, the same within the noise;
-//   - 10 KiB records one per call, four alternating runs: with 8 MiB,
-//     36.6-42.9k records/s at 14.5-17.1 µs of CPU each; with 2 MiB,
-//     41.8-45.6k at 13.4-14.9 µs (the sender reads copies the caller wrote
-//     more recently); 220-byte records in batches of 100, median CPU 336 →
-//     289 ns a record;
+//     µs;
+//   - 2 MiB was tried: with 10 KiB records one per call, client CPU per
+//     record 14.5-17.1 → 13.4-14.9 µs (4 alternating runs), but 10 KiB
+//     records in batches of 100 (calls of 1 MiB, of which 2 MiB queues
+//     only two) fell to 0.73 and 0.79 of raw's throughput in 2 of 7 runs
+//     of zbstream bench, against 0.86-0.95 in 6 runs with 8 MiB;
 //   - 20-byte records one per call reached the window's million calls long
 //     before any byte bound, and its entries and the queue, tens of MiB the
 //     collector scans and every call touches cold, cost 1.5-1.9 µs of CPU
 //     a record; 1.2-1.5 µs with the call bound (a raw gRPC client: 1.2-1.4
 //     µs).
 //
-// 2 MiB is still some 4 ms of the sender's work at the fastest byte rate
-// measured here (500 MB/s), with gRPC's own buffers behind it, and 65,536
-// calls some 130 ms at the fastest call rate (500,000 a second): enough to
-// keep it supplied through a producer's pauses. Without a live connection (reconnecting, backing off)
+// 8 MiB is still some 15 ms of the sender's work at the fastest byte rate
+// measured here (500 MB/s), and 65,536 calls some 130 ms at the fastest
+// call rate (500,000 a second): enough to keep it supplied through a
+// producer's pauses. Without a live connection (reconnecting, backing off)
 // the window alone bounds ingest, as the protocol's max-inflight limits say.
 const (
-	SendBacklog         = 2 << 20
+	SendBacklog         = 8 << 20
 	SendBacklogLow      = SendBacklog - SendBacklog/8
 	SendBacklogCalls    = 1 << 16
 	SendBacklogCallsLow = SendBacklogCalls - SendBacklogCalls/8
