@@ -58,7 +58,7 @@ func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bo
 		case batch:
 			off, err = s.acceptBatch(many, size, framed)
 		default:
-			off, err = s.acceptRecord(one)
+			off, err = s.acceptRecord(one, framed)
 		}
 		if err == nil {
 			if off != core.NoOffset {
@@ -101,10 +101,10 @@ func (s *Stream) accepted(off int64, n int, size int64) {
 
 // acceptRecord gives one record to the machine: a copy in the arena, or
 // the record itself with Options.NoCopy or when the machine will refuse it
-// anyway (too large, as the machine says, or the stream has ended). The
-// caller holds s.mu.
-func (s *Stream) acceptRecord(r []byte) (int64, error) {
-	if s.arena == nil || s.finished || s.m.CallTooLarge(core.FramedSize(len(r))) {
+// anyway (too large, as the machine says, or the stream has ended); framed
+// is its size as a call (core.FramedSize). The caller holds s.mu.
+func (s *Stream) acceptRecord(r []byte, framed int64) (int64, error) {
+	if s.arena == nil || s.finished || s.m.CallTooLarge(framed) {
 		return s.m.IngestRecord(s.at, s.rt, r)
 	}
 	m := s.arena.mark()
