@@ -52,7 +52,8 @@
 // Options.NoCopy keeps records by reference instead. The byte bound counts
 // what the window keeps for each call and record beyond their payload too
 // (CallCost, RecordCost). Ingest also waits while the connection's sender
-// is more than SendBacklog bytes or SendBacklogCalls calls behind.
+// is more than SendBacklog bytes or SendBacklogCalls calls behind, or
+// SendBacklogTarget bytes in more than SendBacklogMinCalls calls.
 //
 // # How it runs
 //

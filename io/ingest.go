@@ -16,7 +16,8 @@ import (
 // When the window of unacknowledged calls is full (its byte bound counting
 // CallCost and RecordCost beside the payload), or callbacks lag
 // Options.CallbackQueue offsets behind, or the connection's sender is
-// SendBacklog bytes or SendBacklogCalls calls behind, IngestRecord blocks
+// behind (SendBacklog bytes or SendBacklogCalls calls, or SendBacklogTarget
+// bytes in more than SendBacklogMinCalls calls), IngestRecord blocks
 // until there is room or ctx ends. A record larger than the per-call limit
 // is refused with a *core.LimitError; after Close, core.ErrClosed; after a
 // failure, an error wrapping core.ErrStreamFailed and the cause.

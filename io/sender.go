@@ -25,11 +25,6 @@ package io
 //   - batches of 100 1 KiB records: with a 64 MiB bound, 683-847k records/s
 //     at 0.95-1.27 µs of client CPU each; with 8 MiB, 820-869k at 0.92-0.98
 //     µs;
-//   - 2 MiB was tried: with 10 KiB records one per call, client CPU per
-//     record 14.5-17.1 → 13.4-14.9 µs (4 alternating runs), but 10 KiB
-//     records in batches of 100 (calls of 1 MiB, of which 2 MiB queues
-//     only two) fell to 0.73 and 0.79 of raw's throughput in 2 of 7 runs
-//     of zbstream bench, against 0.86-0.95 in 6 runs with 8 MiB;
 //   - 20-byte records one per call reached the window's million calls long
 //     before any byte bound, and its entries and the queue, tens of MiB the
 //     collector scans and every call touches cold, cost 1.5-1.9 µs of CPU
@@ -48,8 +43,30 @@ const (
 	SendBacklogCallsLow = SendBacklogCalls - SendBacklogCalls/8
 )
 
-// backlogged reports whether the live connection's sender is more than
-// SendBacklog bytes or SendBacklogCalls calls behind, and if so marks the
+// SendBacklogTarget is the tighter byte bound of a sender with many calls
+// to write: once it has more than SendBacklogMinCalls, ingest waits from
+// SendBacklogTarget bytes behind until it has caught up to
+// SendBacklogTargetLow (7/8). A backlog of fewer calls is bounded by
+// SendBacklog alone.
+//
+// Why both: the smaller the backlog, the closer behind the caller the
+// sender reads the stream's copies. With 220-byte records in batches of
+// 100 (22 KiB calls), client CPU per record fell from 340 to 307 ns
+// (medians of 8 alternating runs of BenchmarkEndToEnd, lower in 6 of 8
+// pairs). But a 2 MiB bound alone queues only two calls of 1 MiB (10 KiB
+// records in batches of 100), too few to keep the sender supplied: that
+// cell of zbstream bench fell to 0.73 and 0.79 of raw's throughput in 2 of
+// 7 runs, against 0.86-0.95 in 6 runs with 8 MiB. Eight calls of any size
+// may queue up to SendBacklog, as before.
+const (
+	SendBacklogTarget    = 2 << 20
+	SendBacklogTargetLow = SendBacklogTarget - SendBacklogTarget/8
+	SendBacklogMinCalls  = 8
+)
+
+// backlogged reports whether the live connection's sender is further
+// behind than a bound (SendBacklog, SendBacklogCalls, SendBacklogTarget
+// with more than SendBacklogMinCalls calls), and if so marks the
 // connection so that its sender wakes the waiting callers once it has
 // caught up. The caller holds s.mu.
 func (s *Stream) backlogged() bool {
@@ -68,21 +85,33 @@ func (s *Stream) backlogged() bool {
 // more than one call to write.
 func (c *conn) behind() bool {
 	calls := c.backlogCalls.Load()
-	return calls > 1 && (calls > SendBacklogCalls || c.backlog.Load() > SendBacklog)
+	if calls <= 1 {
+		return false
+	}
+	bytes := c.backlog.Load()
+	return calls > SendBacklogCalls || bytes > SendBacklog ||
+		calls > SendBacklogMinCalls && bytes > SendBacklogTarget
 }
 
 // wrote takes a written call off c's backlog and wakes the callers waiting
-// for it once the backlog has drained to both low marks. It is called by
+// for it once the backlog has drained to the low marks (caughtUp). It is called by
 // the sender, without s.mu.
 func (s *Stream) wrote(c *conn, size int64) {
 	calls := c.backlogCalls.Add(-1)
 	bytes := c.backlog.Add(-size)
-	if (calls <= 1 || bytes <= SendBacklogLow && calls <= SendBacklogCallsLow) && c.throttled.Load() {
+	if caughtUp(calls, bytes) && c.throttled.Load() {
 		s.mu.Lock()
 		c.throttled.Store(false)
 		signal(&s.space)
 		s.mu.Unlock()
 	}
+}
+
+// caughtUp reports whether a sender with calls and bytes still to write
+// has drained to the low marks of every bound that can hold ingest back.
+func caughtUp(calls, bytes int64) bool {
+	return calls <= 1 || calls <= SendBacklogCallsLow && bytes <= SendBacklogLow &&
+		(calls <= SendBacklogMinCalls || bytes <= SendBacklogTargetLow)
 }
 
 // sendLoop writes what the machine hands this connection, in order, and

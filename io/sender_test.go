@@ -31,12 +31,18 @@ func fillBacklog(t *testing.T, s *streamio.Stream) int {
 	t.Helper()
 	rec := bigRecord() // one buffer for all: the stream copies
 	n := streamio.SendBacklog/bigSize + 1
+	ingestCopies(t, s, rec, n)
+	return n
+}
+
+// ingestCopies ingests rec n times, one record per call.
+func ingestCopies(t *testing.T, s *streamio.Stream, rec []byte, n int) {
+	t.Helper()
 	for i := range n {
 		if _, err := s.IngestRecord(context.Background(), rec); err != nil {
 			t.Fatalf("ingest %d: %v", i, err)
 		}
 	}
-	return n
 }
 
 // waitsForSender checks, on a stream whose sender is held at gate and
@@ -81,17 +87,60 @@ func TestSendBacklogHoldsIngest(t *testing.T) {
 // before SendBacklog bytes; ingest waits there too, although the window
 // has room, until the sender has caught up.
 func TestSendBacklogBoundsCalls(t *testing.T) {
+	heldAfter(t, []byte(`{"n":1}`), streamio.SendBacklogCalls+1, "SendBacklogCalls calls")
+}
+
+// heldAfter checks that, with a sender held back after n calls of rec,
+// the next ingest of rec waits for it (waitsForSender).
+func heldAfter(t *testing.T, rec []byte, n int, bound string) {
+	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
 		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
-		rec := []byte(`{"n":1}`)
-		n := streamio.SendBacklogCalls + 1
+		ingestCopies(t, s, rec, n)
+		waitsForSender(t, s, c, gate, rec, int64(n), bound)
+	})
+}
+
+// TestSendBacklogTargetHoldsManyCalls: once the sender has more than
+// SendBacklogMinCalls calls to write, SendBacklogTarget bytes hold ingest
+// back, far short of SendBacklog.
+func TestSendBacklogTargetHoldsManyCalls(t *testing.T) {
+	const size = 64 << 10
+	n := streamio.SendBacklogTarget/size + 1
+	if n <= streamio.SendBacklogMinCalls {
+		t.Fatalf("%d calls of %d bytes do not pass the minimum of calls", n, size)
+	}
+	heldAfter(t, jsonRecord(size), n, "SendBacklogTarget bytes in many calls")
+}
+
+// TestSendBacklogTargetKeepsFewCalls: a sender with SendBacklogMinCalls
+// calls or fewer to write is not held to SendBacklogTarget, so that a few
+// large calls (1 MiB batches) still queue up to SendBacklog.
+func TestSendBacklogTargetKeepsFewCalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		s, c := openScripted(t, newScripted(gate), config(core.Persistent), streamio.Options{})
+		n := streamio.SendBacklogMinCalls
+		if n*bigSize <= streamio.SendBacklogTarget {
+			t.Fatalf("%d calls of 1 MiB do not pass SendBacklogTarget", n)
+		}
 		for i := range n {
-			if _, err := s.IngestRecord(context.Background(), rec); err != nil {
-				t.Fatalf("ingest %d: %v", i, err)
+			in := async(func() error {
+				_, err := s.IngestRecord(context.Background(), bigRecord())
+				return err
+			})
+			settle(time.Second)
+			if err, done := poll(in); !done || err != nil {
+				t.Fatalf("call %d of 1 MiB, with %d queued: got %v (done %v)", i, i, err, done)
 			}
 		}
-		waitsForSender(t, s, c, gate, rec, int64(n), "SendBacklogCalls calls")
+		close(gate)
+		settle(time.Second)
+		c.resp <- ackOf(int64(n - 1))
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
