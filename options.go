@@ -226,7 +226,7 @@ func WithHistory(h History) StreamOption {
 // WithMaxInflight bounds accepted but not yet durable calls by count and by
 // bytes (defaults 1,000,000 calls and 256 MiB). Ingest blocks beyond them.
 // The byte bound counts the calls' payload and what the stream keeps for
-// each call and record beside it (io.CallCost, io.RecordCost: 96 and 24
+// each call and record beside it (io.CallCost, io.RecordCost: 96 and 32
 // bytes), so that it bounds memory with small records too.
 func WithMaxInflight(calls int, bytes int64) StreamOption {
 	return func(o *streamOptions) error {

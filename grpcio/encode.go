@@ -209,6 +209,24 @@ func (c *chunks) records() {
 	c.recs, c.rest = nil, 0
 }
 
+// framed appends the records already framed, as one piece split into
+// chunks of at most chunkSize bytes wherever they fall: nothing aliases a
+// record in the pooled encoding, so a record may span two chunks.
+func (c *chunks) framed(framed []byte) {
+	c.recs, c.rest = nil, 0 // room sizes each chunk from what it is asked for
+	b := c.bufs[len(c.bufs)-1]
+	for {
+		n := copy(b[len(b):cap(b)], framed)
+		b, framed = b[:len(b)+n], framed[n:]
+		if len(framed) == 0 {
+			break
+		}
+		c.set(b)
+		b = c.room(min(len(framed), chunkSize))
+	}
+	c.set(b)
+}
+
 // header appends what precedes the records: the outer field's tag and
 // length, the offset and, for a batch (batch non-zero), the batch field's
 // tag and the length list of its records.
@@ -253,7 +271,7 @@ func encodeCall(pool mem.BufferPool, kind core.Kind, rt core.RecordType, call st
 	if len(recs) == 1 {
 		return encodeOne(pool, kind, rt, call.Wire, recs[0])
 	}
-	return encodeBatch(pool, kind, rt, call.Wire, recs)
+	return encodeBatch(pool, kind, rt, call.Wire, recs, call.Framed)
 }
 
 // recordField is the field of IngestRecordRequest's record oneof, and of
@@ -336,7 +354,11 @@ type batchView struct {
 	perIn     ingestpb.PersistentStreamRequest_IngestRecordBatch
 }
 
-func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte) encoded {
+// With a pool, a batch whose records come framed (framed: see
+// streamio.Call.Framed) is copied as one piece after the header, in
+// chunks, rather than framed record by record: one copy of the records
+// where framing each cost a call and its bookkeeping per record.
+func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte, framed []byte) encoded {
 	list := 0
 	for _, r := range recs {
 		list += protowire.SizeTag(fieldBatchRecords) + sizeBytes(len(r))
@@ -350,6 +372,11 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	}
 	c := newChunks(pool, fieldBatchRecords, recs)
 	c.rest = list
+	if pool != nil && len(framed) == list {
+		c.header(outerField, inner, off, batchField, list)
+		c.framed(framed)
+		return c.done(passThrough)
+	}
 	c.header(outerField, inner, off, batchField, list)
 	if pool != nil {
 		c.records()

@@ -3,12 +3,14 @@ package grpcio
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"testing"
 
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zbstream/zbstream/core"
@@ -75,6 +77,11 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 		"batch":             {Wire: math.MaxInt64, Records: [][]byte{[]byte(`{"a":1}`), {}, big, []byte(`{}`)}},
 		"batch of two":      {Wire: 127, Records: [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}},
 	}
+	for name, call := range maps.Clone(calls) {
+		if len(call.Records) > 1 {
+			calls[name+", framed"] = framedCall(call)
+		}
+	}
 	for name, call := range calls {
 		for _, kind := range []core.Kind{core.Ephemeral, core.Persistent} {
 			for _, rt := range []core.RecordType{core.RecordJSON, core.RecordProto, core.RecordAvro} {
@@ -119,6 +126,24 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// framedCall returns call with its records framed as the stream's arena
+// lays out a batch (streamio.Call.Framed), the records pointing into it.
+func framedCall(call streamio.Call) streamio.Call {
+	var framed []byte
+	at := make([]int, len(call.Records))
+	for i, r := range call.Records {
+		framed = protowire.AppendTag(framed, fieldBatchRecords, protowire.BytesType)
+		framed = protowire.AppendVarint(framed, uint64(len(r)))
+		at[i] = len(framed)
+		framed = append(framed, r...)
+	}
+	recs := make([][]byte, len(call.Records))
+	for i, r := range call.Records {
+		recs[i] = framed[at[i] : at[i]+len(r) : at[i]+len(r)]
+	}
+	return streamio.Call{Wire: call.Wire, Records: recs, Framed: framed}
 }
 
 // countingPool is a mem.BufferPool that counts what is taken and given
@@ -200,7 +225,8 @@ func TestEncodeCallOwnsItsBytes(t *testing.T) {
 }
 
 // BenchmarkEncodeCall: what encoding costs per call (one record, and a
-// batch of 100), 1 KiB records: encodeCall into fresh heap buffers and
+// batch of 100, and the same batch framed as the stream's arena keeps
+// it: Call.Framed), 1 KiB and 20-byte records: encodeCall into fresh heap buffers and
 // into gRPC's pool (given back as gRPC does once written), beside gRPC's proto codec
 // encoding a message built once (what a send cost when the conn reused one
 // message and gRPC encoded it into a pooled buffer).
@@ -218,7 +244,8 @@ func BenchmarkEncodeCall(b *testing.B) {
 		}
 		calls = append(calls,
 			benchCall{fmt.Sprintf("one/%dB", size), streamio.Call{Wire: 1, Record: rec}},
-			benchCall{fmt.Sprintf("batch100/%dB", size), streamio.Call{Wire: 1, Records: batch}})
+			benchCall{fmt.Sprintf("batch100/%dB", size), streamio.Call{Wire: 1, Records: batch}},
+			benchCall{fmt.Sprintf("batch100-framed/%dB", size), framedCall(streamio.Call{Wire: 1, Records: batch})})
 	}
 	for _, bc := range calls {
 		b.Run(bc.name+"/encodeCall", func(b *testing.B) {

@@ -1,5 +1,12 @@
 package io
 
+import (
+	"encoding/binary"
+	"unsafe"
+
+	"github.com/zbstream/zbstream/core"
+)
+
 // recordArena holds the stream's copies of the records it has accepted and
 // not yet seen durable.
 //
@@ -81,28 +88,69 @@ func (a *recordArena) copyRecord(r []byte) []byte {
 }
 
 // copyBatch returns a copy of records, slice and records, in the arena.
-// payload is the sum of the records' lengths: a batch that fits in one
-// block is taken from it at once, and its records copied one after the
-// other, rather than each taken on its own (with small records, the takes
-// cost as much as the copies).
-func (a *recordArena) copyBatch(records [][]byte, payload int) [][]byte {
+// framed is the batch's size as sent (core.CallSize): a batch that fits in
+// one block is taken from it at once, each record framed as the batch
+// message carries it (framedBatch) and followed by the next, rather than
+// each taken on its own (with small records, the takes cost as much as the
+// copies).
+func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 	if len(records) == 0 {
 		return records
 	}
 	h := a.headers.take(len(records))
-	if payload == 0 || payload > a.bytes.size {
+	if framed > a.bytes.size {
 		for i, r := range records {
 			h[i] = a.copyRecord(r)
 		}
 		return h
 	}
-	p := a.bytes.take(payload)
+	p := a.bytes.take(framed)
 	for i, r := range records {
+		p = p[putFrame(p, len(r)):]
 		n := copy(p, r)
 		h[i] = p[:n:n]
 		p = p[n:]
 	}
 	return h
+}
+
+// batchRecordTag is the tag of each record in the record list of a batch
+// call (field 1 of JsonRecordBatch, ProtoEncodedRecordBatch and
+// AvroRecordBatch, length-delimited: docs/protocol.md), the one-byte tag
+// that core.FramedSize counts.
+const batchRecordTag = 1<<3 | 2
+
+// putFrame writes the framing of a batch's record of n bytes at the start
+// of p (its tag, then n as a varint) and returns its length: what
+// core.FramedSize(n) counts beyond n.
+func putFrame(p []byte, n int) int {
+	p[0] = batchRecordTag
+	if n < 0x80 {
+		p[1] = byte(n)
+		return 2
+	}
+	return 1 + binary.PutUvarint(p[1:], uint64(n))
+}
+
+// framedBatch returns the records of a batch copyBatch took whole, with
+// their framing, as one slice: the batch's record list as the batch
+// message carries it, which a transport may copy as one piece (Call.Framed).
+// It returns nil for a batch taken record by record, which has no framing.
+// records must be a batch copyBatch returned, still held.
+func (a *recordArena) framedBatch(records [][]byte) []byte {
+	if len(records) == 0 {
+		return nil
+	}
+	framed := core.CallSize(records)
+	if framed > int64(a.bytes.size) {
+		return nil
+	}
+	// Taken whole: the first record's framing comes right before it, in
+	// the same block, and the rest follow it.
+	first := records[0]
+	head := int(core.FramedSize(len(first))) - len(first)
+	start := unsafe.Add(unsafe.Pointer(unsafe.SliceData(first)), -head)
+	return unsafe.Slice((*byte)(start), framed)
 }
 
 // settle ends an ingest call that copied into the arena since m: what it

@@ -82,7 +82,11 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	}
 	c.base = a.Offset - a.Wire
 	c.dispatched = a.Wire
-	c.queue = append(c.queue, Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size})
+	call := Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size}
+	if len(a.Records) > 1 && s.arena != nil {
+		call.Framed = s.arena.framedBatch(a.Records)
+	}
+	c.queue = append(c.queue, call)
 	c.backlog.Add(a.Size)
 	c.backlogCalls.Add(1)
 	if s.idleIngest && c.idle && c.idleSends && len(c.queue) == 1 && !c.closeSend && s.writeHere == nil {

@@ -131,7 +131,7 @@ func (s *Stream) acceptBatch(records [][]byte, payload, framed int64) (int64, er
 		return s.m.IngestBatch(s.at, s.rt, records)
 	}
 	m := s.arena.mark()
-	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records, int(payload)))
+	off, err := s.m.IngestBatch(s.at, s.rt, s.arena.copyBatch(records, int(framed)))
 	s.arena.settle(m, off, err)
 	return off, err
 }

@@ -18,6 +18,8 @@ type scriptedTransport struct {
 	conns    chan *scriptedConn
 	gate     chan struct{} // nil: sends go through at once
 	openErrs chan error    // an error here fails the next open
+	// read, if set, is called by Send with the call it is lent.
+	read func(streamio.Call)
 }
 
 func newScripted(gate chan struct{}) *scriptedTransport {
@@ -31,7 +33,7 @@ func (t *scriptedTransport) Open(ctx context.Context, req streamio.OpenRequest) 
 	default:
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	c := &scriptedConn{ctx: ctx, cancel: cancel, gate: t.gate, resp: make(chan core.Response, 1024)}
+	c := &scriptedConn{ctx: ctx, cancel: cancel, gate: t.gate, resp: make(chan core.Response, 1024), read: t.read}
 	if c.gate == nil {
 		c.gate = make(chan struct{})
 		close(c.gate)
@@ -47,9 +49,13 @@ type scriptedConn struct {
 	cancel context.CancelFunc
 	gate   chan struct{}
 	resp   chan core.Response
+	read   func(streamio.Call)
 }
 
-func (c *scriptedConn) Send(streamio.Call) error {
+func (c *scriptedConn) Send(call streamio.Call) error {
+	if c.read != nil {
+		c.read(call)
+	}
 	select {
 	case <-c.gate:
 		return nil

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/zbstream/zbstream/core"
 )
 
@@ -165,7 +167,7 @@ func TestArenaCopies(t *testing.T) {
 	m = a.mark()
 	a.copyRecord([]byte("refused"))
 	a.settle(m, core.NoOffset, core.ErrWindowFull)
-	if a.bytes.blocks[0].used != len("record")+len("one")+len("three") {
+	if a.bytes.blocks[0].used != len("record")+2+len("one")+2+2+len("three") { // each batch record framed
 		t.Fatalf("a refused call kept its bytes: used %d", a.bytes.blocks[0].used)
 	}
 }
@@ -245,10 +247,10 @@ func TestArenaBatchSurvivesCollections(t *testing.T) {
 	}
 }
 
-// copyBatch copies records into a as ingest does, with their payload.
+// copyBatch copies records into a as ingest does, with their size as sent.
 func copyBatch(a *recordArena, records [][]byte) [][]byte {
-	payload, _ := batchSizes(records)
-	return a.copyBatch(records, int(payload))
+	_, framed := batchSizes(records)
+	return a.copyBatch(records, int(framed))
 }
 
 // TestArenaBatchLargerThanABlock: a batch whose payload exceeds a block is
@@ -270,5 +272,52 @@ func TestArenaBatchLargerThanABlock(t *testing.T) {
 		if !bytes.Equal(b[i], records[i]) || cap(b[i]) != len(b[i]) {
 			t.Fatalf("record %d: %d bytes, cap %d, equal %v", i, len(b[i]), cap(b[i]), bytes.Equal(b[i], records[i]))
 		}
+	}
+}
+
+// TestArenaFramesABatch: a batch taken whole is laid out as the batch
+// message's record list (framedBatch), each record after its tag and
+// length, and its copies point into that layout; a batch larger than a
+// block has no such layout.
+func TestArenaFramesABatch(t *testing.T) {
+	a := newRecordArena(1 << 20) // 64 KiB blocks
+	defer a.free()
+	records := [][]byte{{}, []byte("x"), bytes.Repeat([]byte("a"), 127), bytes.Repeat([]byte("b"), 128), bytes.Repeat([]byte("c"), 20_000)}
+	m := a.mark()
+	b := copyBatch(a, records)
+	a.settle(m, 0, nil)
+	framed := a.framedBatch(b)
+	if int64(len(framed)) != core.CallSize(records) {
+		t.Fatalf("framed batch of %d bytes, want %d", len(framed), core.CallSize(records))
+	}
+	rest := framed
+	for i, r := range records {
+		num, typ, n := protowire.ConsumeTag(rest)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			t.Fatalf("record %d: tag %d/%d (%d), want field 1, bytes", i, num, typ, n)
+		}
+		rest = rest[n:]
+		v, n := protowire.ConsumeBytes(rest)
+		if n < 0 || !bytes.Equal(v, r) {
+			t.Fatalf("record %d: framed as %d bytes (%d), want %d", i, len(v), n, len(r))
+		}
+		if len(r) > 0 && &v[0] != &b[i][0] || len(b[i]) != len(r) {
+			t.Fatalf("record %d: the copy does not point into the framed batch", i)
+		}
+		rest = rest[n:]
+	}
+	if len(rest) != 0 {
+		t.Fatalf("%d bytes after the last record", len(rest))
+	}
+
+	large := make([][]byte, 4)
+	for i := range large {
+		large[i] = bytes.Repeat([]byte{'d'}, 20_000)
+	}
+	m = a.mark()
+	b = copyBatch(a, large)
+	a.settle(m, 1, nil)
+	if f := a.framedBatch(b); f != nil {
+		t.Fatalf("a batch larger than a block, copied record by record, framed as %d bytes", len(f))
 	}
 }

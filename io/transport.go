@@ -54,6 +54,12 @@ type OpenRequest struct {
 // IngestRecordRequest when it holds one) is set. Wire is the offset_id to
 // put on the wire.
 //
+// Framed, when set, holds a batch's records (two or more) as the batch
+// message's record list carries them: each record's tag and length, then
+// the record, one after the other, with Records pointing into it (the
+// stream's copy, made that way). A transport may copy it as one piece
+// rather than frame each record; it is lent as the records are.
+//
 // Ownership: the payload slices are the stream's copies of the records, in
 // memory outside the Go heap that the stream unmaps or reuses once the call
 // is durable (the application's own buffers with Options.NoCopy). They are
@@ -67,6 +73,7 @@ type Call struct {
 	Wire    int64
 	Record  []byte
 	Records [][]byte
+	Framed  []byte
 
 	size int64 // the payload bytes, for the sender's backlog
 }
