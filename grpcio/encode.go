@@ -77,9 +77,10 @@ const chunkSize = 32 << 10
 
 // chunks builds an encoding in buffers of at most chunkSize bytes (or one
 // record's size), never splitting a record, so that the message built over
-// them can alias each record. Each buffer is sized for what will go into
-// it: the pieces already asked for and the records that follow, as many
-// as fit.
+// them can alias each record (record, records). Each buffer is sized for
+// what will go into it: the pieces already asked for and the records that
+// follow, as many as fit. A pooled encoding of a framed batch (framed)
+// builds no message and splits records where the chunks end.
 type chunks struct {
 	bufs   [][]byte
 	owners []*[]byte        // with a pool: each buffer as the pool gave it

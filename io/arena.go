@@ -146,9 +146,17 @@ func (a *recordArena) framedBatch(records [][]byte) []byte {
 		return nil
 	}
 	// Taken whole: the first record's framing comes right before it, in
-	// the same block, and the rest follow it.
-	first := records[0]
+	// the same block, and the rest follow it, up to the last record's
+	// end. Checked on the addresses before any pointer is made: records
+	// that were not laid out so (never the case for a batch copyBatch
+	// returned) are sent record by record rather than misread.
+	first, last := records[0], records[len(records)-1]
 	head := int(core.FramedSize(len(first))) - len(first)
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(first)))
+	end := uintptr(unsafe.Pointer(unsafe.SliceData(last))) + uintptr(len(last))
+	if end-at != uintptr(framed)-uintptr(head) {
+		return nil
+	}
 	start := unsafe.Add(unsafe.Pointer(unsafe.SliceData(first)), -head)
 	return unsafe.Slice((*byte)(start), framed)
 }

@@ -24,7 +24,7 @@ package io
 // part of what the bound leaves out (below).
 //
 // What the bound does not count, as each is bounded on its own: the
-// sender's queue (SendBacklogCalls calls of 64 bytes, two queues) and
+// sender's queue (SendBacklogCalls calls of 88 bytes, two queues) and
 // gRPC's copies of the calls it has been handed and not yet written (its
 // per-stream write quota).
 const (

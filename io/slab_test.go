@@ -253,7 +253,7 @@ func copyBatch(a *recordArena, records [][]byte) [][]byte {
 	return a.copyBatch(records, int(framed))
 }
 
-// TestArenaBatchLargerThanABlock: a batch whose payload exceeds a block is
+// TestArenaBatchLargerThanABlock: a batch whose size as sent exceeds a block is
 // copied record by record, across blocks, each record whole.
 func TestArenaBatchLargerThanABlock(t *testing.T) {
 	a := newRecordArena(1 << 20) // 64 KiB blocks
@@ -319,5 +319,9 @@ func TestArenaFramesABatch(t *testing.T) {
 	a.settle(m, 1, nil)
 	if f := a.framedBatch(b); f != nil {
 		t.Fatalf("a batch larger than a block, copied record by record, framed as %d bytes", len(f))
+	}
+	buf := []byte(`{"a":1}{"b":2}`) // records side by side, without framing
+	if f := a.framedBatch([][]byte{buf[:7:7], buf[7:]}); f != nil {
+		t.Fatalf("records not laid out by copyBatch taken as a framed batch of %d bytes", len(f))
 	}
 }

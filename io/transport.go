@@ -58,7 +58,8 @@ type OpenRequest struct {
 // message's record list carries them: each record's tag and length, then
 // the record, one after the other, with Records pointing into it (the
 // stream's copy, made that way). A transport may copy it as one piece
-// rather than frame each record; it is lent as the records are.
+// rather than frame each record; it is lent as the records are. A wrapper
+// that changes Records must clear Framed.
 //
 // Ownership: the payload slices are the stream's copies of the records, in
 // memory outside the Go heap that the stream unmaps or reuses once the call
