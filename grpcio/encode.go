@@ -373,14 +373,13 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	}
 	c := newChunks(pool, fieldBatchRecords, recs)
 	c.rest = list
-	if pool != nil && len(framed) == list {
-		c.header(outerField, inner, off, batchField, list)
-		c.framed(framed)
-		return c.done(passThrough)
-	}
 	c.header(outerField, inner, off, batchField, list)
 	if pool != nil {
-		c.records()
+		if len(framed) == list {
+			c.framed(framed)
+		} else {
+			c.records()
+		}
 		return c.done(passThrough)
 	}
 

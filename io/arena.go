@@ -135,8 +135,9 @@ func putFrame(p []byte, n int) int {
 // framedBatch returns the records of a batch copyBatch took whole, with
 // their framing, as one slice: the batch's record list as the batch
 // message carries it, which a transport may copy as one piece (Call.Framed).
-// It returns nil for a batch taken record by record, which has no framing.
-// records must be a batch copyBatch returned, still held.
+// It returns nil for a batch taken record by record, which has no framing,
+// and for records laid out otherwise (checked on their addresses). The
+// records' memory must still be held.
 func (a *recordArena) framedBatch(records [][]byte) []byte {
 	if len(records) == 0 {
 		return nil
@@ -147,9 +148,7 @@ func (a *recordArena) framedBatch(records [][]byte) []byte {
 	}
 	// Taken whole: the first record's framing comes right before it, in
 	// the same block, and the rest follow it, up to the last record's
-	// end. Checked on the addresses before any pointer is made: records
-	// that were not laid out so (never the case for a batch copyBatch
-	// returned) are sent record by record rather than misread.
+	// end. Checked on the addresses before any pointer is made.
 	first, last := records[0], records[len(records)-1]
 	head := int(core.FramedSize(len(first))) - len(first)
 	at := uintptr(unsafe.Pointer(unsafe.SliceData(first)))

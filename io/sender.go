@@ -94,8 +94,8 @@ func (c *conn) behind() bool {
 }
 
 // wrote takes a written call off c's backlog and wakes the callers waiting
-// for it once the backlog has drained to the low marks (caughtUp). It is called by
-// the sender, without s.mu.
+// for it once the backlog has drained to the low marks (caughtUp). It is
+// called by the sender, without s.mu.
 func (s *Stream) wrote(c *conn, size int64) {
 	calls := c.backlogCalls.Add(-1)
 	bytes := c.backlog.Add(-size)
