@@ -408,7 +408,10 @@ func TestEphemeralPendingRetrievableAfterTerminalError(t *testing.T) {
 	s := e.create(t,
 		zbstream.WithOnAck(func(o int64) { mu.Lock(); acked = append(acked, o); mu.Unlock() }),
 		zbstream.WithOnFail(func(o int64, err error) { mu.Lock(); failed = append(failed, o); mu.Unlock() }))
-	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument})
+	// Held until all five calls are in: otherwise a slow caller could see
+	// the failure before its third ingest (CI did, under load).
+	hold := make(chan struct{})
+	h := e.ts.Inject(server.Match{StreamID: s.StreamID()}, server.Fault{Kind: server.FaultDrop, After: 2, Code: codes.InvalidArgument, Hold: hold})
 	c := ctx(t)
 	calls := [][][]byte{one(rec(0, 0)), recs(0, 1, 2), one(rec(0, 3)), recs(0, 4, 3), one(rec(0, 7))}
 	for i, r := range calls {
@@ -423,6 +426,7 @@ func TestEphemeralPendingRetrievableAfterTerminalError(t *testing.T) {
 			t.Fatalf("ingest %d: %d, %v", i, off, err)
 		}
 	}
+	close(hold)
 	waitFired(t, h)
 	err := s.Close(ctx(t))
 	wantCode(t, err, codes.InvalidArgument)
