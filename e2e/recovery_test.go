@@ -62,19 +62,30 @@ func TestPersistentRecoveryExhausted(t *testing.T) {
 // TestServerRefusesRecord: a record the server cannot accept (not a JSON
 // object, sent with the untyped IngestRecord) ends the call with
 // INVALID_ARGUMENT, which is not retried: the stream fails, the records
-// before it are stored, it and the ones after it stay in Unacked.
+// before it are stored, it and the ones accepted after it stay in Unacked.
 func TestServerRefusesRecord(t *testing.T) {
 	e := start(t)
 	s := e.createPersistent(t)
 	id := s.StreamID()
 	ingest(t, s, rec(0, 0))
 	mustFlush(t, s)
-	ingest(t, s, []byte("not json"), rec(0, 2))
+	ingest(t, s, []byte("not json"))
+	// The refusal may reach the client before its next ingest (CI saw it
+	// under load: nothing else is in flight, so the caller writes offset 1
+	// itself): then the failed stream refuses the record, which is as
+	// right. Either way, what it accepted stays in Unacked.
+	want := []int64{1}
+	switch off, err := s.IngestRecord(ctx(t), rec(0, 2)); {
+	case err == nil && off == 2:
+		want = append(want, 2)
+	case err == nil || !errors.Is(err, zbstream.ErrStreamFailed):
+		t.Fatalf("IngestRecord after the refused record: offset %d, %v; want 2, or ErrStreamFailed", off, err)
+	}
 	waitDone(t, s)
 	err := s.Close(ctx(t))
 	wantCode(t, err, codes.InvalidArgument)
-	if got := unackedOffsets(s); !slices.Equal(got, []int64{1, 2}) {
-		t.Fatalf("Unacked offsets %v, want [1 2]", got)
+	if got := unackedOffsets(s); !slices.Equal(got, want) {
+		t.Fatalf("Unacked offsets %v, want %v", got, want)
 	}
 	if st := s.Stats(); st.Reconnects != 0 {
 		t.Fatalf("INVALID_ARGUMENT was retried: %+v", st)
