@@ -50,16 +50,25 @@ const (
 // SendBacklog alone.
 //
 // Why both: the smaller the backlog, the closer behind the caller the
-// sender reads the stream's copies. With 220-byte records in batches of
-// 100 (22 KiB calls), client CPU per record fell from 340 to 307 ns
-// (medians of 8 alternating runs of BenchmarkEndToEnd, lower in 6 of 8
-// pairs). But a 2 MiB bound alone queues only two calls of 1 MiB (10 KiB
-// records in batches of 100), too few to keep the sender supplied: that
-// cell of zbstream bench fell to 0.73 and 0.79 of raw's throughput in 2 of
-// 7 runs, against 0.86-0.95 in 6 runs with 8 MiB. Eight calls of any size
-// may queue up to SendBacklog, as before.
+// sender reads the stream's copies, and the fewer of them the caller writes
+// into memory that has left the caches. With a server that acknowledges at
+// once, the backlog is most of what a stream holds: 2.0-2.6 MiB with a 2
+// MiB target and 10 KiB records one per call, so each copy went to arena
+// memory last written 2 MiB of copies earlier, beyond a core's L2, and the
+// sender read it back from there. Measured on a 2-core VM with zbstream
+// bench's own measure (a fresh server process per run, each cell 6 times
+// with each bound, the order alternating; records/s, medians): 256 KiB
+// against 2 MiB, faster in every cell of the table by 7-46% for one record
+// per call and 1-30% in batches of 100, in 38 of 48 pairs. Against 256 KiB,
+// 512 KiB was faster by 3% at most in any cell (and 15% slower for 20-byte
+// records one per call), 64 KiB mixed: up to 9% faster one record per call,
+// up to 9% slower in batches. A 2 MiB bound alone (the first try) queued
+// only two calls of 1 MiB (10 KiB records in batches of 100), too few to
+// keep the sender supplied: that cell fell to 0.73 and 0.79 of raw's
+// throughput in 2 of 7 runs. So eight calls of any size may queue up to
+// SendBacklog, as before, and the target holds only beyond them.
 const (
-	SendBacklogTarget    = 2 << 20
+	SendBacklogTarget    = 256 << 10
 	SendBacklogTargetLow = SendBacklogTarget - SendBacklogTarget/8
 	SendBacklogMinCalls  = 8
 )

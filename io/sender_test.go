@@ -83,11 +83,15 @@ func TestSendBacklogHoldsIngest(t *testing.T) {
 	})
 }
 
-// TestSendBacklogBoundsCalls: small records fill SendBacklogCalls long
-// before SendBacklog bytes; ingest waits there too, although the window
-// has room, until the sender has caught up.
+// TestSendBacklogBoundsCalls: tiny records fill SendBacklogCalls before
+// any byte bound (SendBacklogTarget: records under 4 bytes); ingest waits
+// there too, although the window has room, until the sender has caught up.
 func TestSendBacklogBoundsCalls(t *testing.T) {
-	heldAfter(t, []byte(`{"n":1}`), streamio.SendBacklogCalls+1, "SendBacklogCalls calls")
+	rec := []byte(`{}`)
+	if int64(len(rec))*(streamio.SendBacklogCalls+1) > streamio.SendBacklogTarget {
+		t.Fatalf("%d calls of %d bytes pass SendBacklogTarget first", streamio.SendBacklogCalls+1, len(rec))
+	}
+	heldAfter(t, rec, streamio.SendBacklogCalls+1, "SendBacklogCalls calls")
 }
 
 // heldAfter checks that, with a sender held back after n calls of rec,
@@ -106,7 +110,7 @@ func heldAfter(t *testing.T, rec []byte, n int, bound string) {
 // SendBacklogMinCalls calls to write, SendBacklogTarget bytes hold ingest
 // back, far short of SendBacklog.
 func TestSendBacklogTargetHoldsManyCalls(t *testing.T) {
-	const size = 64 << 10
+	const size = 16 << 10
 	n := streamio.SendBacklogTarget/size + 1
 	if n <= streamio.SendBacklogMinCalls {
 		t.Fatalf("%d calls of %d bytes do not pass the minimum of calls", n, size)
