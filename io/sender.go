@@ -52,7 +52,7 @@ const (
 // Why both: the smaller the backlog, the closer behind the caller the
 // sender reads the stream's copies, and the fewer of them the caller writes
 // into memory that has left the caches. With a server that acknowledges at
-// once, the backlog is most of what a stream holds: 2.0-2.6 MiB with a 2
+// once, the backlog is most of what a stream holds: 1.9-2.6 MiB with a 2
 // MiB target and 10 KiB records one per call, so each copy went to arena
 // memory last written 2 MiB of copies earlier, beyond a core's L2, and the
 // sender read it back from there. Measured on a 2-core VM with zbstream
