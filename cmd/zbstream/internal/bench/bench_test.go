@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/proc"
 )
 
 // run runs "zbstream bench args..." and returns its exit code and
@@ -40,6 +42,40 @@ func TestBenchTableCSVSVG(t *testing.T) {
 	checkTable(t, out, []string{"20 B single", "20 B batch 10"})
 	checkCSV(t, csvPath, [][2]string{{"20", "single"}, {"20", "batch 10"}})
 	checkSVG(t, svgPath, 2)
+}
+
+// TestBenchVerboseCPU: with -v, every round names the client's CPU time
+// per record, and each cell the two clients' medians.
+func TestBenchVerboseCPU(t *testing.T) {
+	if _, ok := proc.CPUTime(); !ok {
+		t.Skip("no CPU time on this platform")
+	}
+	code, out, errs := run(t, "-sizes", "20", "-batch", "1", "-duration", "30ms", "-rounds", "2", "-v")
+	if code != cli.ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	rounds := 0
+	for line := range strings.SplitSeq(errs, "\n") {
+		if !strings.Contains(line, "until the last ack") {
+			continue
+		}
+		rounds++
+		_, cpu, ok := strings.Cut(line, "records/s, ")
+		var us float64
+		if ok {
+			_, err := fmt.Sscanf(cpu, "%f µs of CPU a record", &us)
+			ok = err == nil && us > 0
+		}
+		if !ok {
+			t.Errorf("a round without the client's CPU per record: %q", line)
+		}
+	}
+	if rounds != 6 { // a warm-up and two rounds of each client
+		t.Errorf("%d rounds printed, want 6:\n%s", rounds, errs)
+	}
+	if !strings.Contains(errs, "client CPU a record: zbstream ") {
+		t.Errorf("the cell's line gives no CPU medians:\n%s", errs)
+	}
 }
 
 // TestBenchExternalEndpoint points the bench at a server it did not start,

@@ -41,6 +41,16 @@ func (c cell) Raw() spread { return newSpread(c.RawRates) }
 // compares two runs made under the same load.
 func (c cell) Ratio() spread { return newSpread(ratios(c.ZbRates, c.RawRates)) }
 
+// cpuNote is each client's median CPU time per record over the rounds,
+// for the line printed after the cell, or "" when it was not measured.
+func (c cell) cpuNote() string {
+	if len(c.ZbCPU) == 0 || len(c.RawCPU) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; client CPU a record: zbstream %.2f µs, raw %.2f µs",
+		newSpread(c.ZbCPU).Median*1e6, newSpread(c.RawCPU).Median*1e6)
+}
+
 // measureFunc measures one client once (zb: zbstream, else raw): calls
 // calls, or, for calls 0, for about d.
 type measureFunc func(zb bool, calls int64, d time.Duration) (benchMeasure, error)

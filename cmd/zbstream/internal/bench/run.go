@@ -12,6 +12,7 @@ import (
 
 	"github.com/zbstream/zbstream"
 	"github.com/zbstream/zbstream/cmd/zbstream/internal/cli"
+	"github.com/zbstream/zbstream/cmd/zbstream/internal/proc"
 	"github.com/zbstream/zbstream/internal/rawclient"
 	"github.com/zbstream/zbstream/server"
 )
@@ -57,6 +58,15 @@ func (m benchMeasure) cpuPerRecord() float64 {
 		return 0
 	}
 	return m.cpu.Seconds() / float64(m.records)
+}
+
+// cpuNote is ", X µs of CPU a record" for the -v lines, or "" when the
+// CPU time was not measured (a platform without it).
+func cpuNote(m benchMeasure) string {
+	if m.cpu <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.2f µs of CPU a record", m.cpuPerRecord()*1e6)
 }
 
 func (m benchMeasure) rate() float64 {
@@ -143,8 +153,8 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			if zb {
 				name = "zbstream"
 			}
-			fmt.Fprintf(stderr, "    %-8s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s\n",
-				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate())
+			fmt.Fprintf(stderr, "    %-8s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s%s\n",
+				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate(), cpuNote(m))
 		}
 	}
 	for _, size := range cfg.sizes {
@@ -157,8 +167,8 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 				return err
 			}
 			r := cell.Ratio()
-			fmt.Fprintf(stderr, "  %-8s %-10s zbstream %12.0f records/s  raw %12.0f records/s  ratio %.3f (%.3f-%.3f)\n",
-				sizeLabel(size), cell.Mode(), cell.Zbstream().Median, cell.Raw().Median, r.Median, r.Min, r.Max)
+			fmt.Fprintf(stderr, "  %-8s %-10s zbstream %12.0f records/s  raw %12.0f records/s  ratio %.3f (%.3f-%.3f)%s\n",
+				sizeLabel(size), cell.Mode(), cell.Zbstream().Median, cell.Raw().Median, r.Median, r.Min, r.Max, cell.cpuNote())
 			res.Cells = append(res.Cells, cell)
 		}
 	}
@@ -194,10 +204,20 @@ func benchOne(ctx context.Context, cfg config, zb bool, size, batch int, calls i
 		t.endpoint = srv.Endpoint
 	}
 	runtime.GC() // start each measurement without the last one's garbage
+	// The client's CPU time: this process's, from here, so without the
+	// server's start (its own process, started above) or the collection.
+	before, cpuOK := proc.CPUTime()
+	var m benchMeasure
+	var err error
 	if zb {
-		return benchZbstream(ctx, t, size, batch, d, calls)
+		m, err = benchZbstream(ctx, t, size, batch, d, calls)
+	} else {
+		m, err = raw(ctx, t, size, batch, d, calls)
 	}
-	return raw(ctx, t, size, batch, d, calls)
+	if after, ok := proc.CPUTime(); ok && cpuOK {
+		m.cpu = after - before
+	}
+	return m, err
 }
 
 // benchZbstream ingests through the zbstream client, on a persistent stream
