@@ -58,15 +58,16 @@ const (
 // sender read it back from there. Measured on a 2-core VM with zbstream
 // bench's own measure (a fresh server process per run, each cell 6 times
 // with each bound, the order alternating; records/s, medians): 256 KiB
-// against 2 MiB, faster in every cell of the table by 7-46% for one record
-// per call and 1-30% in batches of 100, in 38 of 48 pairs. Against 256 KiB,
-// 512 KiB was faster by 3% at most in any cell (and 15% slower for 20-byte
-// records one per call), 64 KiB mixed: up to 9% faster one record per call,
-// up to 9% slower in batches. A 2 MiB bound alone (the first try) queued
-// only two calls of 1 MiB (10 KiB records in batches of 100), too few to
-// keep the sender supplied: that cell fell to 0.73 and 0.79 of raw's
-// throughput in 2 of 7 runs. So eight calls of any size may queue up to
-// SendBacklog, as before, and the target holds only beyond them.
+// against 2 MiB, a higher median in every cell of the table, by 7-46% for
+// one record per call and 1-30% in batches of 100 (faster in 38 of 48
+// pairs). Against 256 KiB, 512 KiB was faster by 3.3% at most in any cell
+// (and 15% slower for 20-byte records one per call), 64 KiB mixed: up to 9%
+// faster one record per call, up to 9% slower in batches. A 2 MiB bound
+// alone (the first try) queued only two calls of 1 MiB (10 KiB records in
+// batches of 100), too few to keep the sender supplied: that cell fell to
+// 0.73 and 0.79 of raw's throughput in 2 of 7 runs. So eight calls of any
+// size may queue up to SendBacklog, as before, and the target holds only
+// beyond them.
 const (
 	SendBacklogTarget    = 256 << 10
 	SendBacklogTargetLow = SendBacklogTarget - SendBacklogTarget/8

@@ -59,10 +59,10 @@ loopback (or -endpoint). For each
 record size, one record per call and in batches, the two clients run -rounds
 rounds of -duration each, interleaved (the first alternating), and the table
 gives each client's median round and the median of the rounds' ratios with its
-spread (min and max). Prints a table; -csv and -svg write it. With -v, every
-round is printed with the client's CPU time per record (this process's user and
-system time during the round; the server's is not in it), and each cell with
-the clients' medians.
+spread (min and max). Prints a table; -csv and -svg write it. Each cell's
+line on stderr gives both clients' median CPU time per record (this process's
+user and system time during each measure, its connection and stream included;
+the server's is not in it), and -v prints every round with it.
 
 -rss instead ingests -volume of 1 KiB records (or -record-size) through a 64 MiB
 in-flight bound in a child process and reports its peak RSS, and its growth over

@@ -13,7 +13,8 @@ type cell struct {
 	// ZbRates[i] and RawRates[i] were measured side by side in round i.
 	ZbRates, RawRates []float64
 	// ZbCPU and RawCPU are the client's CPU seconds per record of each
-	// round, when the measure took them (bench -format arrow).
+	// round, when the measure took them (where the platform gives a
+	// process's CPU time).
 	ZbCPU, RawCPU []float64
 }
 

@@ -15,7 +15,7 @@ import (
 // serveChild is "zbstream serve -engine ENGINE" run as a process of its
 // own (this binary again) on a free loopback port: a server as deployed,
 // whose work, memory and garbage collections are not this process's,
-// which measures the clients (and bench -format arrow their CPU time).
+// which measures the clients and their CPU time.
 type serveChild struct {
 	Endpoint string
 	cmd      *exec.Cmd
