@@ -82,18 +82,12 @@ func arrowTable(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	}
 	measure := func(isArrow bool, calls int64, d time.Duration) (benchMeasure, error) {
 		runtime.GC() // start without the last measurement's garbage
-		before, cpuOK := proc.CPUTime()
-		var m benchMeasure
-		var err error
-		if isArrow {
-			m, err = benchArrow(ctx, t, rec, d, calls)
-		} else {
-			m, err = benchRecords(ctx, t, lines, d, calls)
-		}
-		if after, ok := proc.CPUTime(); ok && cpuOK {
-			m.cpu = after - before
-		}
-		return m, err
+		return withCPU(func() (benchMeasure, error) {
+			if isArrow {
+				return benchArrow(ctx, t, rec, d, calls)
+			}
+			return benchRecords(ctx, t, lines, d, calls)
+		})
 	}
 	res.Cell, err = measureCell(cell{Size: int(res.JSONBytes), Batch: cfg.batch}, cfg.rounds, cfg.duration, measure, logf)
 	if err != nil {

@@ -62,7 +62,7 @@ func (m benchMeasure) cpuPerRecord() float64 {
 
 // cpuNote is ", X µs of CPU a record" for the -v lines, or "" when the
 // CPU time was not measured (a platform without it).
-func cpuNote(m benchMeasure) string {
+func (m benchMeasure) cpuNote() string {
 	if m.cpu <= 0 {
 		return ""
 	}
@@ -154,7 +154,7 @@ func tableRun(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 				name = "zbstream"
 			}
 			fmt.Fprintf(stderr, "    %-8s %-8s %10d records in %7.3fs until the last ack (%7.3fs in all): %.0f records/s%s\n",
-				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate(), cpuNote(m))
+				roundName(round), name, m.records, m.elapsed.Seconds(), took.Seconds(), m.rate(), m.cpuNote())
 		}
 	}
 	for _, size := range cfg.sizes {
@@ -206,14 +206,19 @@ func benchOne(ctx context.Context, cfg config, zb bool, size, batch int, calls i
 	runtime.GC() // start each measurement without the last one's garbage
 	// The client's CPU time: this process's, from here, so without the
 	// server's start (its own process, started above) or the collection.
+	return withCPU(func() (benchMeasure, error) {
+		if zb {
+			return benchZbstream(ctx, t, size, batch, d, calls)
+		}
+		return raw(ctx, t, size, batch, d, calls)
+	})
+}
+
+// withCPU runs measure and sets the CPU time this process took meanwhile
+// on what it returns (left zero where the platform gives none).
+func withCPU(measure func() (benchMeasure, error)) (benchMeasure, error) {
 	before, cpuOK := proc.CPUTime()
-	var m benchMeasure
-	var err error
-	if zb {
-		m, err = benchZbstream(ctx, t, size, batch, d, calls)
-	} else {
-		m, err = raw(ctx, t, size, batch, d, calls)
-	}
+	m, err := measure()
 	if after, ok := proc.CPUTime(); ok && cpuOK {
 		m.cpu = after - before
 	}
