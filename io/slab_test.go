@@ -2,9 +2,11 @@ package io
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -272,6 +274,18 @@ func TestArenaBatchLargerThanABlock(t *testing.T) {
 		if !bytes.Equal(b[i], records[i]) || cap(b[i]) != len(b[i]) {
 			t.Fatalf("record %d: %d bytes, cap %d, equal %v", i, len(b[i]), cap(b[i]), bytes.Equal(b[i], records[i]))
 		}
+	}
+}
+
+// TestRecordCostCoversWhatARecordKeeps: RecordCost, which the byte bound
+// charges each record (docs/protocol.md, 5.6), covers what the arena keeps
+// for a record beside its bytes: its slice header and, in a batch taken
+// whole, its framing, at most that of a record as large as a block.
+func TestRecordCostCoversWhatARecordKeeps(t *testing.T) {
+	header := int(unsafe.Sizeof([]byte(nil)))
+	frame := putFrame(make([]byte, binary.MaxVarintLen64+1), arenaMaxBlock)
+	if header+frame > RecordCost {
+		t.Fatalf("a record keeps a %d-byte header and up to %d bytes of framing; RecordCost is %d", header, frame, RecordCost)
 	}
 }
 
