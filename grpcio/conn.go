@@ -25,7 +25,11 @@ import (
 // see encodingPool),
 // and gRPC is handed a message that aliases that buffer, with codec passing
 // the buffer through: the record is copied once, as when gRPC encoded the
-// message itself, and the copy belongs to gRPC from then on.
+// message itself, and the copy belongs to gRPC from then on. The one
+// exception is a payload the stream lends (streamio.Loan, with the pool
+// only): gRPC is handed the stream's copy itself, behind a header of ours,
+// under a borrow its Free returns, and the stream writes that memory again
+// only once every borrow has come back.
 type conn struct {
 	st    grpc.ClientStream
 	codec *sendCodec
@@ -94,6 +98,14 @@ func (c *conn) Send(call streamio.Call) error {
 // interceptor's SendMsg could wait for anything: with one in between, the
 // stream says no.
 func (c *conn) SendsWhenIdle() bool { return c.ownStream }
+
+// Borrows reports whether Send may hand a lent payload to gRPC as it is
+// (streamio.Borrower): only with the pool, when nothing but gRPC's own code
+// sees what SendMsg is given (encodingPool). gRPC frees each buffer once
+// its transport has written it, which returns the loan; what a failed
+// connection had queued it may never free, and the stream then leaves that
+// memory to the collector rather than reuse it.
+func (c *conn) Borrows() bool { return c.pool != nil }
 
 // Recv reads and decodes the next server message. The call's end is io.EOF
 // when the server ended it cleanly, else a *core.ConnectionError carrying

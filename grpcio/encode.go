@@ -38,14 +38,47 @@ const (
 // ever sees msg. Without one, they are fresh heap buffers that belong to
 // gRPC, and to whatever gRPC hands msg to, for as long as anyone keeps
 // them; the garbage collector frees them.
+//
+// With a pool, the last piece of wire may instead be the call's payload
+// itself, lent by the stream (lent: see streamio.Loan), which gRPC holds
+// under a Borrow that it returns when it frees the buffer.
 type encoded struct {
 	msg  any
 	wire [][]byte
 	// owners holds each wire buffer as the pool gave it, to return it;
-	// nil without a pool.
+	// nil without a pool, and nil for the lent piece.
 	owners []*[]byte
 	pool   mem.BufferPool
 	data   mem.BufferSlice // room for buffers' answer
+	lent   *lentPayload    // the lent piece, or nil
+}
+
+// lentPayload is a call's payload lent by the stream, as gRPC holds it: a
+// buffer (b, which gRPC takes by address) whose pool is the payload itself,
+// so that gRPC's last Free of it returns the loan rather than pool memory.
+type lentPayload struct {
+	b    []byte
+	loan *streamio.Loan
+}
+
+var _ mem.BufferPool = (*lentPayload)(nil)
+
+// Get is never called for a lent buffer (gRPC asks a buffer's pool only to
+// put it back); it returns a fresh slice all the same.
+func (l *lentPayload) Get(n int) *[]byte {
+	b := make([]byte, n)
+	return &b
+}
+
+// Put returns the loan: gRPC has let go of the payload.
+func (l *lentPayload) Put(*[]byte) { l.loan.Return() }
+
+// lends reports whether payload may go to gRPC as it is rather than be
+// copied: it is lent (loan), and large enough that gRPC gives its buffer
+// back (mem.NewBuffer treats one of at most 1 KiB as a plain slice that it
+// never frees, so the loan would never return).
+func lends(loan *streamio.Loan, payload []byte) bool {
+	return loan != nil && !mem.IsBelowBufferPoolingThreshold(cap(payload))
 }
 
 // buffers returns the encoding as gRPC takes it from a codec: buffers that
@@ -57,12 +90,16 @@ func (e encoded) buffers() mem.BufferSlice {
 	}
 	data = data[:len(e.wire)]
 	for i, b := range e.wire {
-		if e.pool == nil {
+		switch {
+		case e.pool == nil:
 			data[i] = mem.SliceBuffer(b)
-			continue
+		case e.owners[i] == nil:
+			e.lent.loan.Borrow()
+			data[i] = mem.NewBuffer(&e.lent.b, e.lent)
+		default:
+			*e.owners[i] = b
+			data[i] = mem.NewBuffer(e.owners[i], e.pool)
 		}
-		*e.owners[i] = b
-		data[i] = mem.NewBuffer(e.owners[i], e.pool)
 	}
 	return data
 }
@@ -89,6 +126,7 @@ type chunks struct {
 	rest   int              // the encoded size of recs' fields, if known; -1: not known
 	field  protowire.Number // the field they are appended as
 	data   mem.BufferSlice  // room for the encoding's buffers as gRPC takes them
+	lent   *lentPayload     // the lent last piece (lend), or nil
 }
 
 // chunkStore holds a call's chunks with room for the few buffers most
@@ -100,6 +138,7 @@ type chunkStore struct {
 	bufs   [2][]byte
 	owners [2]*[]byte
 	data   [2]mem.Buffer
+	lent   lentPayload
 }
 
 func newChunks(pool mem.BufferPool, field protowire.Number, recs [][]byte) *chunks {
@@ -159,7 +198,26 @@ func (c *chunks) lookAhead(size int) int {
 
 // done returns the encoding with msg, the message built over it.
 func (c *chunks) done(msg any) encoded {
-	return encoded{msg: msg, wire: c.bufs, owners: c.owners, pool: c.pool, data: c.data}
+	return encoded{msg: msg, wire: c.bufs, owners: c.owners, pool: c.pool, data: c.data, lent: c.lent}
+}
+
+// lend ends a pooled encoding with payload, lent under loan, as its last
+// piece: gRPC reads it where the stream keeps it, and nothing is copied.
+func (st *chunkStore) lend(payload []byte, loan *streamio.Loan) {
+	c := &st.c
+	st.lent = lentPayload{b: payload, loan: loan}
+	c.lent = &st.lent
+	c.bufs = append(c.bufs, payload)
+	c.owners = append(c.owners, nil)
+}
+
+// newLending returns the chunks of a pooled encoding whose payload is lent
+// (lend): its own chunks hold only what precedes the payload.
+func newLending(pool mem.BufferPool) (*chunkStore, *chunks) {
+	st := new(chunkStore)
+	c := st.chunks(pool, 0, nil)
+	c.rest = 0 // nothing but the header is copied: room sizes for it alone
+	return st, c
 }
 
 // set stores b, the buffer room returned after appending to it.
@@ -263,16 +321,18 @@ var passThrough any = &struct{ byte }{}
 // one record as an IngestRecordRequest, two or more as an
 // IngestRecordBatchRequest. Encoding is the one copy of the records that
 // sending costs; the message shown to gRPC is built over the encoding
-// rather than copied again.
+// rather than copied again. With a pool, a lent payload (streamio.Loan) is
+// not copied at all: the encoding is its header, followed by the payload
+// where the stream keeps it.
 func encodeCall(pool mem.BufferPool, kind core.Kind, rt core.RecordType, call streamio.Call) encoded {
 	recs := call.Records
 	if recs == nil {
-		return encodeOne(pool, kind, rt, call.Wire, call.Record)
+		return encodeOne(pool, kind, rt, call.Wire, call.Record, call.Loan)
 	}
 	if len(recs) == 1 {
-		return encodeOne(pool, kind, rt, call.Wire, recs[0])
+		return encodeOne(pool, kind, rt, call.Wire, recs[0], call.Loan)
 	}
-	return encodeBatch(pool, kind, rt, call.Wire, recs, call.Framed)
+	return encodeBatch(pool, kind, rt, call.Wire, recs, call.Framed, call.Loan)
 }
 
 // recordField is the field of IngestRecordRequest's record oneof, and of
@@ -300,13 +360,22 @@ type oneView struct {
 	perIn ingestpb.PersistentStreamRequest_IngestRecord
 }
 
-func encodeOne(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, rec []byte) encoded {
+func encodeOne(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, rec []byte, loan *streamio.Loan) encoded {
 	recField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
 		protowire.SizeTag(recField) + protowire.SizeBytes(len(rec))
 	outerField := protowire.Number(fieldPerIngestRecord)
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestRecord
+	}
+	if pool != nil && lends(loan, rec) {
+		st, c := newLending(pool)
+		c.header(outerField, inner, off, 0, 0)
+		b := c.room(protowire.SizeTag(recField) + protowire.SizeVarint(uint64(len(rec))))
+		b = protowire.AppendTag(b, recField, protowire.BytesType)
+		c.set(protowire.AppendVarint(b, uint64(len(rec))))
+		st.lend(rec, loan)
+		return c.done(passThrough)
 	}
 	c := newChunksOne(pool, recField, rec)
 	c.header(outerField, inner, off, 0, 0)
@@ -359,7 +428,7 @@ type batchView struct {
 // streamio.Call.Framed) is copied as one piece after the header, in
 // chunks, rather than framed record by record: one copy of the records
 // where framing each cost a call and its bookkeeping per record.
-func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte, framed []byte) encoded {
+func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte, framed []byte, loan *streamio.Loan) encoded {
 	list := 0
 	for _, r := range recs {
 		list += protowire.SizeTag(fieldBatchRecords) + sizeBytes(len(r))
@@ -370,6 +439,12 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	outerField := protowire.Number(fieldPerIngestBatch)
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestBatch
+	}
+	if pool != nil && len(framed) == list && lends(loan, framed) {
+		st, c := newLending(pool)
+		c.header(outerField, inner, off, batchField, list)
+		st.lend(framed, loan)
+		return c.done(passThrough)
 	}
 	c := newChunks(pool, fieldBatchRecords, recs)
 	c.rest = list

@@ -69,17 +69,24 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 		many = append(many, bytes.Repeat([]byte{'a' + byte(i%26)}, i*7%1500))
 	}
 	calls := map[string]streamio.Call{
-		"batch over chunks": {Wire: 5, Records: many},
-		"one":               {Wire: 0, Record: []byte(`{"a":1}`)},
-		"one empty":         {Wire: 7, Record: []byte{}},
-		"one large":         {Wire: 1 << 40, Record: big},
-		"one in a list":     {Wire: 3, Records: [][]byte{[]byte(`{"b":2}`)}},
-		"batch":             {Wire: math.MaxInt64, Records: [][]byte{[]byte(`{"a":1}`), {}, big, []byte(`{}`)}},
-		"batch of two":      {Wire: 127, Records: [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}},
+		"batch over chunks":   {Wire: 5, Records: many},
+		"one":                 {Wire: 0, Record: []byte(`{"a":1}`)},
+		"one empty":           {Wire: 7, Record: []byte{}},
+		"one large":           {Wire: 1 << 40, Record: big},
+		"one in a list":       {Wire: 3, Records: [][]byte{[]byte(`{"b":2}`)}},
+		"one large in a list": {Wire: 4, Records: [][]byte{big}},
+		"batch":               {Wire: math.MaxInt64, Records: [][]byte{[]byte(`{"a":1}`), {}, big, []byte(`{}`)}},
+		"batch of two":        {Wire: 127, Records: [][]byte{[]byte(`{"a":1}`), []byte(`{"a":2}`)}},
 	}
 	for name, call := range maps.Clone(calls) {
 		if len(call.Records) > 1 {
 			calls[name+", framed"] = framedCall(call)
+		}
+	}
+	for name, call := range maps.Clone(calls) {
+		if lentPayloadOf(call) != nil {
+			call.Loan = new(streamio.Loan)
+			calls[name+", lent"] = call
 		}
 	}
 	for name, call := range calls {
@@ -109,17 +116,33 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 						} else if !proto.Equal(e.msg.(proto.Message), reference(kind, rt, call)) {
 							t.Errorf("the message shown to gRPC is not the call: %v", e.msg)
 						}
+						lent := pooled && call.Loan != nil
+						if got := lentPiece(e.wire, lentPayloadOf(call)); got != lent {
+							t.Errorf("the encoding hands gRPC the lent payload itself: %v, want %v", got, lent)
+						}
 						data := e.buffers()
 						if got := data.Materialize(); !bytes.Equal(got, want) {
 							t.Fatalf("what the codec hands gRPC differs from proto.Marshal:\n got %x\nwant %x", got[:min(len(got), 64)], want[:min(len(want), 64)])
 						}
+						if call.Loan != nil {
+							if out, want := call.Loan.Outstanding(), int64(map[bool]int{true: 1}[lent]); out != want {
+								t.Errorf("borrowed %d times once handed to gRPC, want %d", out, want)
+							}
+						}
 						data.Free()
+						if call.Loan != nil && call.Loan.Outstanding() != 0 {
+							t.Errorf("%d borrows out after gRPC freed the buffers", call.Loan.Outstanding())
+						}
 						if !pooled {
 							checkChunks(t, e.wire)
 							return
 						}
-						if pool.gets != len(e.wire) || pool.puts != pool.gets {
-							t.Errorf("%d buffers, %d taken from the pool, %d given back when gRPC freed them: want all", len(e.wire), pool.gets, pool.puts)
+						own := len(e.wire)
+						if lent {
+							own-- // the payload is the stream's, not the pool's
+						}
+						if pool.gets != own || pool.puts != pool.gets {
+							t.Errorf("%d buffers of the pool's, %d taken from it, %d given back when gRPC freed them: want all", own, pool.gets, pool.puts)
 						}
 					})
 				}
@@ -144,6 +167,29 @@ func framedCall(call streamio.Call) streamio.Call {
 		recs[i] = framed[at[i] : at[i]+len(r) : at[i]+len(r)]
 	}
 	return streamio.Call{Wire: call.Wire, Records: recs, Framed: framed}
+}
+
+// lentPayloadOf is the payload a stream would lend of call: its record, a
+// batch's one record, or a batch's framed record list, when gRPC would
+// give its buffer back (over 1 KiB); else nil.
+func lentPayloadOf(call streamio.Call) []byte {
+	p := call.Record
+	switch {
+	case len(call.Records) == 1:
+		p = call.Records[0]
+	case len(call.Records) > 1:
+		p = call.Framed
+	}
+	if mem.IsBelowBufferPoolingThreshold(cap(p)) {
+		return nil
+	}
+	return p
+}
+
+// lentPiece reports whether the last buffer of wire is payload itself.
+func lentPiece(wire [][]byte, payload []byte) bool {
+	last := wire[len(wire)-1]
+	return len(payload) > 0 && len(last) == len(payload) && &last[0] == &payload[0]
 }
 
 // countingPool is a mem.BufferPool that counts what is taken and given

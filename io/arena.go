@@ -27,9 +27,17 @@ import (
 // has returned from every Send of a durable call (acks are held until it
 // has), and the sender of a connection the stream has left may still be in
 // a Send, so while one runs (Stream.strays) nothing is given back.
+//
+// Calls of LendMin bytes or more go to a third slab, lent, while the
+// stream's connection borrows (lend) and it has room: heap blocks, up to
+// LendBytes, whose payload a transport may hand on (Loan) rather than copy.
 type recordArena struct {
 	bytes   slab[byte]
 	headers slab[[]byte]
+	lent    slab[byte]
+	// lend: the stream's connection borrows (Borrower), so new calls may
+	// go to lent. Set by the stream as connections open.
+	lend bool
 }
 
 const (
@@ -64,27 +72,68 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	// record headers (batches' [][]byte, mapped too: see mapHeaders) are
 	// kept by the same rule, up to as many.
 	spare := max(arenaSpare, 2*int(maxInflightBytes/int64(size))+1)
+	lent := newSlab(size, 0, heapBytes, dropBytes)
+	lent.limit = max(1, LendBytes/size)
+	lent.maxSpare = lent.limit
 	return &recordArena{
 		bytes:   newSlab(size, spare, mapBytes, unmapBytes),
 		headers: newSlab(arenaHeaders, spare, mapHeaders, unmapHeaders),
+		lent:    lent,
 	}
 }
 
+// heapBytes and dropBytes are a lent slab's memory: the heap's, which the
+// collector frees once neither the slab nor a borrower refers to it.
+func heapBytes(n int) []byte { return make([]byte, n) }
+func dropBytes([]byte)       {}
+
 // arenaMark is where the arena stood before an ingest call copied into it.
-type arenaMark struct{ bytes, headers slabMark }
+type arenaMark struct{ bytes, headers, lent slabMark }
 
 func (a *recordArena) mark() arenaMark {
-	return arenaMark{a.bytes.mark(), a.headers.mark()}
+	return arenaMark{a.bytes.mark(), a.headers.mark(), a.lent.mark()}
 }
 
-// copyRecord returns a copy of r in the arena.
+// copyRecord returns a copy of r in the arena: in lendable memory when the
+// stream lends and it fits (from), else in the arena's own.
 func (a *recordArena) copyRecord(r []byte) []byte {
+	return copyTo(a.from(len(r)), r)
+}
+
+// copyTo returns a copy of r taken from s.
+func copyTo(s *slab[byte], r []byte) []byte {
 	if len(r) == 0 {
 		return []byte{}
 	}
-	p := a.bytes.take(len(r))
+	p := s.take(len(r))
 	copy(p, r)
 	return p
+}
+
+// from returns the slab a call of n bytes is copied into.
+func (a *recordArena) from(n int) *slab[byte] {
+	if a.lend && n >= LendMin && a.lent.fits(n) {
+		return &a.lent
+	}
+	return &a.bytes
+}
+
+// loan returns the Loan of a call's payload (the record, or the framed
+// records of a batch: framedBatch) when it lies in lendable memory, else
+// nil. The payload's memory must still be held.
+func (a *recordArena) loan(payload []byte) *Loan {
+	if len(payload) < LendMin || len(a.lent.blocks) == 0 {
+		return nil
+	}
+	// Compared as addresses only: no pointer is made of them.
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))
+	for _, b := range a.lent.blocks {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(b.buf)))
+		if at >= start && at-start < uintptr(len(b.buf)) {
+			return &b.loan
+		}
+	}
+	return nil
 }
 
 // copyBatch returns a copy of records, slice and records, in the arena.
@@ -100,11 +149,11 @@ func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 	h := a.headers.take(len(records))
 	if framed > a.bytes.size {
 		for i, r := range records {
-			h[i] = a.copyRecord(r)
+			h[i] = copyTo(&a.bytes, r) // not framed: never lent
 		}
 		return h
 	}
-	p := a.bytes.take(framed)
+	p := a.from(framed).take(framed)
 	for i, r := range records {
 		p = p[putFrame(p, len(r)):]
 		n := copy(p, r)
@@ -167,10 +216,12 @@ func (a *recordArena) settle(m arenaMark, off int64, err error) {
 	if err != nil || off < 0 {
 		a.bytes.undo(m.bytes)
 		a.headers.undo(m.headers)
+		a.lent.undo(m.lent)
 		return
 	}
 	a.bytes.commit(m.bytes, off)
 	a.headers.commit(m.headers, off)
+	a.lent.commit(m.lent, off)
 }
 
 // giveBack recycles the memory of every call at or below floor, the
@@ -178,6 +229,7 @@ func (a *recordArena) settle(m arenaMark, off int64, err error) {
 func (a *recordArena) giveBack(floor int64) {
 	a.bytes.giveBack(floor)
 	a.headers.giveBack(floor)
+	a.lent.giveBack(floor)
 }
 
 // free releases all the arena's memory. Nothing may read the copies any
@@ -186,4 +238,5 @@ func (a *recordArena) giveBack(floor int64) {
 func (a *recordArena) free() {
 	a.bytes.freeAll()
 	a.headers.freeAll()
+	a.lent.freeAll()
 }

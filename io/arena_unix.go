@@ -33,8 +33,9 @@ const headerSize = int(unsafe.Sizeof([]byte(nil)))
 // them at every cycle, as it scans any heap memory that holds pointers.
 // Not scanning them is safe because nothing they point to needs them to
 // stay alive: each points into a block of record bytes, which is a
-// mapping, or a heap block the slab itself holds (mapBytes' fallback), or
-// is an empty record (no memory at all).
+// mapping, or a heap block a slab itself holds (mapBytes' fallback, or a
+// block of lent memory, held while its calls are), or is an empty record
+// (no memory at all).
 func mapHeaders(n int) [][]byte {
 	b, err := syscall.Mmap(-1, 0, n*headerSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {

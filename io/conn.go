@@ -83,8 +83,16 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 	c.base = a.Offset - a.Wire
 	c.dispatched = a.Wire
 	call := Call{Wire: a.Wire, Record: a.Record, Records: a.Records, size: a.Size}
-	if len(a.Records) > 1 && s.arena != nil {
-		call.Framed = s.arena.framedBatch(a.Records)
+	if s.arena != nil {
+		payload := a.Record
+		switch {
+		case len(a.Records) > 1:
+			call.Framed = s.arena.framedBatch(a.Records)
+			payload = call.Framed
+		case len(a.Records) == 1:
+			payload = a.Records[0]
+		}
+		call.Loan = s.arena.loan(payload)
 	}
 	c.queue = append(c.queue, call)
 	c.backlog.Add(a.Size)

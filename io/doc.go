@@ -16,6 +16,7 @@
 //	memory.go     what each call keeps, counted against the byte bound
 //	arena.go      the off-heap blocks accepted records are copied into;
 //	slab.go       the slabs their bytes and batch headers come from
+//	loan.go       Loan and Borrower: large calls a transport may hand on
 //	process.go    the core's actions applied, the timer, logging
 //	conn.go       one connection's state, and acks held behind sends
 //	reader.go     its reader: the open, messages fed in order, its end
@@ -97,6 +98,14 @@
 // and never passes a pointer into them to code it does not own (a network
 // library, its handlers, interceptors or tracing may keep what it is given
 // and read it later). See Call.
+//
+// A Conn that is a Borrower may instead hand the payload of a call that
+// carries a Loan on as it is, borrowing it until whatever it handed it to
+// lets go: such calls (LendMin bytes or more, up to LendBytes of them at
+// once) are kept in heap memory the stream writes again only once every
+// borrow has been returned, and leaves to the collector when one never is.
+// Package grpcio borrows when nothing but gRPC's own code sees its
+// messages: a record is then copied once on its way to the wire.
 //
 //	type myTransport struct{ ... }
 //

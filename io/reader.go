@@ -29,6 +29,10 @@ func (s *Stream) runConn(c *conn) {
 	if is, ok := h.(IdleSender); ok {
 		c.idleSends = is.SendsWhenIdle()
 	}
+	if s.arena != nil {
+		b, ok := h.(Borrower)
+		s.arena.lend = ok && b.Borrows()
+	}
 	s.observeConnected(c.req.Resume)
 	c.senderLive = true
 	s.wg.Add(1)

@@ -20,6 +20,8 @@ type scriptedTransport struct {
 	openErrs chan error    // an error here fails the next open
 	// read, if set, is called by Send with the call it is lent.
 	read func(streamio.Call)
+	// borrows: its connections are streamio.Borrowers that borrow.
+	borrows bool
 }
 
 func newScripted(gate chan struct{}) *scriptedTransport {
@@ -39,10 +41,18 @@ func (t *scriptedTransport) Open(ctx context.Context, req streamio.OpenRequest) 
 		close(c.gate)
 	}
 	t.conns <- c
+	if t.borrows {
+		return borrowingConn{c}, nil
+	}
 	return c, nil
 }
 
 func (t *scriptedTransport) InvalidateCredentials() {}
+
+// borrowingConn is a scriptedConn that borrows (streamio.Borrower).
+type borrowingConn struct{ *scriptedConn }
+
+func (borrowingConn) Borrows() bool { return true }
 
 type scriptedConn struct {
 	ctx    context.Context

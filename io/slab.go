@@ -12,6 +12,7 @@ import "github.com/zbstream/zbstream/core"
 type slab[T any] struct {
 	size     int             // the length of a standard block
 	maxSpare int             // emptied standard blocks kept for reuse
+	limit    int             // the most blocks in use at once (fits); 0: no limit
 	alloc    func(n int) []T // a new block of at least n Ts
 	free     func([]T)       // gives a block back for good
 	blocks   []*block[T]     // blocks holding live data, oldest first; the last one is being filled
@@ -23,7 +24,13 @@ type block[T any] struct {
 	buf  []T
 	used int
 	last int64 // the highest offset with data in buf; core.NoOffset while none
+	// loan is what transports borrowed of buf (a slab of lent memory
+	// only: arena.lent): a block is reused only once all is returned.
+	loan Loan
 }
+
+// reusable reports whether nothing borrowed from b is still out.
+func (b *block[T]) reusable() bool { return !b.loan.outstanding() }
 
 // slabMark is where a slab stood before an ingest call took from it: undo
 // returns to it when the machine refuses the call.
@@ -40,6 +47,15 @@ func (s *slab[T]) mark() slabMark {
 		m.used = s.blocks[m.blocks-1].used
 	}
 	return m
+}
+
+// fits reports whether take(n) can be served within the slab's limit: by
+// the block being filled, or by one more standard block.
+func (s *slab[T]) fits(n int) bool {
+	if k := len(s.blocks); k > 0 && len(s.blocks[k-1].buf)-s.blocks[k-1].used >= n {
+		return true
+	}
+	return n <= s.size && (s.limit == 0 || len(s.blocks) < s.limit)
 }
 
 // take returns n Ts that nobody else uses until they are given back. A
@@ -109,7 +125,7 @@ func (s *slab[T]) giveBack(floor int64) {
 	if n == 0 {
 		return
 	}
-	if cur := s.blocks[n-1]; n == len(s.blocks) && len(cur.buf) == s.size {
+	if cur := s.blocks[n-1]; n == len(s.blocks) && len(cur.buf) == s.size && cur.reusable() {
 		// Everything is durable: keep the block being filled and fill it
 		// again from its start, so that a stream whose window keeps
 		// draining stays within one block.
@@ -124,8 +140,15 @@ func (s *slab[T]) giveBack(floor int64) {
 	s.blocks = s.blocks[:k]
 }
 
-// recycle keeps an emptied standard block for reuse, or frees it.
+// recycle keeps an emptied standard block for reuse, or frees it. A block
+// of lent memory that a transport still holds is dropped instead: it is
+// heap memory (the only kind lent), which the collector frees once the
+// transport lets go, and it is never written again.
 func (s *slab[T]) recycle(b *block[T]) {
+	if !b.reusable() {
+		b.buf = nil
+		return
+	}
 	b.used, b.last = 0, core.NoOffset
 	if len(b.buf) == s.size && len(s.spare) < s.maxSpare {
 		s.spare = append(s.spare, b)

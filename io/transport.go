@@ -70,11 +70,18 @@ type OpenRequest struct {
 // its codecs, stats handlers, interceptors or tracing, which may keep what
 // they are given). It copies (encodes) them into memory of its own first,
 // as package grpcio does.
+//
+// Loan is the one exception: when set, the payload (Record, or the record
+// of a one-record batch, or Framed) is in heap memory the stream reuses
+// only once every Loan.Borrow has its Loan.Return, so a transport that
+// borrows may hand that payload on, unmodified, and keep it past Send (see
+// Loan). The other slices (Records, the batch's headers) are never lent.
 type Call struct {
 	Wire    int64
 	Record  []byte
 	Records [][]byte
 	Framed  []byte
+	Loan    *Loan
 
 	size int64 // the payload bytes, for the sender's backlog
 }
