@@ -63,6 +63,12 @@
 //     gRPC's own code can see it, is a mere token, passThrough), and the
 //     call's codec passes them through. The record is copied once on its way out, as
 //     when gRPC encoded the message itself;
+//   - but for a payload the stream lends (streamio.Loan: a call of 4 KiB
+//     or more, in heap memory the stream does not write again while any
+//     borrow is out), when nothing but gRPC's own code sees the message:
+//     then gRPC is handed the payload itself, after a header of ours, as
+//     a buffer whose last Free returns the borrow (conn.Borrows). The
+//     record is then copied once in all, into the stream's copy;
 //   - the buffers come from the transport's pool (bufpool.go: buffers
 //     every byte of which the encoding writes before gRPC reads it, so
 //     not cleared as gRPC's own pool clears them), and go back to it when

@@ -30,7 +30,8 @@ const (
 // buffers taken for this call alone, and msg is the same call as a message
 // whose records alias wire (with a pool: passThrough, which nobody but our
 // codec reads). Neither is modified after it is made, and neither points
-// into the stream's record memory: both are handed to gRPC by Send.
+// into the stream's record memory (but for a lent payload, below): both
+// are handed to gRPC by Send.
 //
 // Where the buffers come from is the conn's choice (encodingPool). With a
 // pool, they go back to it when gRPC frees them, which gRPC does once its

@@ -129,6 +129,12 @@ func TestSendsWhenIdleNotThroughAnInterceptor(t *testing.T) {
 	if c.(streamio.IdleSender).SendsWhenIdle() {
 		t.Error("SendsWhenIdle through an interceptor's own stream, want false")
 	}
+	if c.(streamio.Borrower).Borrows() {
+		t.Error("Borrows through an interceptor, which may keep what SendMsg is given, want false")
+	}
+	if !openDeaf(t, DialOptions{}).(streamio.Borrower).Borrows() {
+		t.Error("does not borrow with nothing but gRPC's own code in between")
+	}
 }
 
 // TestIngestReturnsWhenTheServerStopsReading: the driver over this

@@ -28,9 +28,10 @@ import (
 // has), and the sender of a connection the stream has left may still be in
 // a Send, so while one runs (Stream.strays) nothing is given back.
 //
-// Calls of LendMin bytes or more go to a third slab, lent, while the
-// stream's connection borrows (lend) and it has room: heap blocks, up to
-// LendBytes, whose payload a transport may hand on (Loan) rather than copy.
+// Calls whose payload (the record, or a batch's framed records) has
+// LendMin bytes or more go to a third slab, lent, while the stream's
+// connection borrows (lend) and it has room: heap blocks, up to LendBytes,
+// whose payload a transport may hand on (Loan) rather than copy.
 type recordArena struct {
 	bytes   slab[byte]
 	headers slab[[]byte]
@@ -75,12 +76,25 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	lent := newSlab(size, 0, heapBytes, dropBytes)
 	lent.limit = max(1, LendBytes/size)
 	lent.maxSpare = lent.limit
+	headers := newSlab(arenaHeaders, spare, mapHeaders, unmapHeaders)
+	headers.scrub = clearHeaders
 	return &recordArena{
 		bytes:   newSlab(size, spare, mapBytes, unmapBytes),
-		headers: newSlab(arenaHeaders, spare, mapHeaders, unmapHeaders),
+		headers: headers,
 		lent:    lent,
 	}
 }
+
+// clearHeaders clears record headers given back, before their slots are
+// written again. A slot left as it was would point into a block of record
+// bytes that may have been freed since (a heap block: lent memory, or
+// mapBytes' fallback), and writing over it then crashes the runtime: while
+// the collector marks, a pointer store's write barrier reads the value it
+// replaces and finds a pointer into no live object ("found bad pointer in
+// Go heap"). Clearing mapped memory in bulk runs no barrier; clearing a
+// heap block of headers (mapHeaders' fallback) runs one on pointers the
+// collector kept alive through that very block.
+func clearHeaders(h [][]byte) { clear(h) }
 
 // heapBytes and dropBytes are a lent slab's memory: the heap's, which the
 // collector frees once neither the slab nor a borrower refers to it.
@@ -119,10 +133,10 @@ func (a *recordArena) from(n int) *slab[byte] {
 }
 
 // loan returns the Loan of a call's payload (the record, or the framed
-// records of a batch: framedBatch) when it lies in lendable memory, else
-// nil. The payload's memory must still be held.
+// records of a batch: framedBatch) when it lies in lendable memory and the
+// connection borrows, else nil. The payload's memory must still be held.
 func (a *recordArena) loan(payload []byte) *Loan {
-	if len(payload) < LendMin || len(a.lent.blocks) == 0 {
+	if !a.lend || len(payload) < LendMin || len(a.lent.blocks) == 0 {
 		return nil
 	}
 	// Compared as addresses only: no pointer is made of them.
@@ -153,7 +167,11 @@ func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 		}
 		return h
 	}
-	p := a.from(framed).take(framed)
+	lent := framed // what a transport would be lent (Loan)
+	if len(records) == 1 {
+		lent = len(records[0]) // sent as a single record
+	}
+	p := a.from(lent).take(framed)
 	for i, r := range records {
 		p = p[putFrame(p, len(r)):]
 		n := copy(p, r)

@@ -50,6 +50,9 @@
 // blocks given back as offsets become durable, so that the in-flight byte
 // bound is what in-flight records cost: records kept on the heap would
 // count as live heap, which the collector lets grow to twice its size.
+// The exception is a connection that borrows (Borrower): up to LendBytes
+// of large calls are then kept on the heap, so that the transport can hand
+// them on uncopied (Loan).
 // Options.NoCopy keeps records by reference instead. The byte bound counts
 // what the window keeps for each call and record beyond their payload too
 // (CallCost, RecordCost). Ingest also waits while the connection's sender
@@ -93,7 +96,8 @@
 //
 // The records of a Call are lent to Send for its duration: they live in
 // the stream's off-heap arena (or are the application's buffers, with
-// NoCopy) and are unmapped or reused once durable. A transport copies or
+// NoCopy, or heap memory, for a call with a Loan) and are unmapped or
+// reused once durable. A transport copies or
 // encodes them into memory of its own before anything else may see them,
 // and never passes a pointer into them to code it does not own (a network
 // library, its handlers, interceptors or tracing may keep what it is given

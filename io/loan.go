@@ -39,8 +39,8 @@ func (l *Loan) outstanding() bool { return l.Outstanding() != 0 }
 // a lent payload on rather than copy it, when the stream says it may.
 // While the stream's connection borrows, the stream keeps the copies of
 // calls of at least LendMin bytes in memory it can lend, up to LendBytes of
-// them; beyond that, and on other connections, calls carry no Loan and are
-// copied by the transport as before. A wrapper that embeds a Conn hides the
+// them; beyond that, and while the connection does not borrow, calls carry
+// no Loan and are copied by the transport as before. A wrapper that embeds a Conn hides the
 // method, and its calls are not lent.
 type Borrower interface {
 	Conn
@@ -51,9 +51,13 @@ type Borrower interface {
 // LendMin is the smallest call payload kept in lendable memory: below it,
 // the copy a transport saves costs less than a loan's bookkeeping (and
 // gRPC does not give back buffers of 1 KiB or less, so they could never
-// be reused). LendBytes bounds the lendable memory a stream holds at once,
-// in blocks of the arena's size: heap memory, which counts towards the
-// collector's goal, where the arena's does not.
+// be reused). LendBytes bounds the lendable memory a stream holds, in use
+// and kept for reuse, in blocks of the arena's size (at least one): heap
+// memory, which counts towards the collector's goal, where the arena's
+// does not. What a borrower still holds of a block the stream has dropped
+// (a failed gRPC connection may never free what it had queued: some 64
+// KiB, its write quota, and the message being written) is outside that
+// bound until the borrower lets go; a held payload keeps its whole block.
 const (
 	LendMin   = 4 << 10
 	LendBytes = 4 << 20

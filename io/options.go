@@ -63,7 +63,8 @@ type Options struct {
 	// caller may reuse its buffers at once and the in-flight bound costs
 	// what it says: records kept on the heap count twice against a
 	// process's memory, as the collector lets the heap grow to about
-	// twice what is live.
+	// twice what is live. (Up to LendBytes of large calls are kept on the
+	// heap instead while the connection borrows: see Loan.)
 	NoCopy bool
 }
 

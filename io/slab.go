@@ -10,13 +10,16 @@ import "github.com/zbstream/zbstream/core"
 //
 // A slab is not safe for concurrent use: the stream's mutex guards it.
 type slab[T any] struct {
-	size     int             // the length of a standard block
-	maxSpare int             // emptied standard blocks kept for reuse
-	limit    int             // the most blocks in use at once (fits); 0: no limit
-	alloc    func(n int) []T // a new block of at least n Ts
-	free     func([]T)       // gives a block back for good
-	blocks   []*block[T]     // blocks holding live data, oldest first; the last one is being filled
-	spare    []*block[T]     // emptied standard blocks
+	size     int // the length of a standard block
+	maxSpare int // emptied standard blocks kept for reuse
+	limit    int // the most blocks in use at once (fits); 0: no limit
+	// scrub, if set, clears Ts given back before they are taken again
+	// (see mapHeaders: a header slot must not keep a stale pointer).
+	scrub  func([]T)
+	alloc  func(n int) []T // a new block of at least n Ts
+	free   func([]T)       // gives a block back for good
+	blocks []*block[T]     // blocks holding live data, oldest first; the last one is being filled
+	spare  []*block[T]     // emptied standard blocks
 }
 
 // block is one piece of a slab's memory.
@@ -107,7 +110,16 @@ func (s *slab[T]) undo(m slabMark) {
 		s.blocks = s.blocks[:k]
 	}
 	if m.blocks > 0 {
-		s.blocks[m.blocks-1].used = m.used
+		b := s.blocks[m.blocks-1]
+		s.scrubbed(b.buf[m.used:b.used])
+		b.used = m.used
+	}
+}
+
+// scrubbed clears p, Ts given back, when the slab scrubs.
+func (s *slab[T]) scrubbed(p []T) {
+	if s.scrub != nil {
+		s.scrub(p)
 	}
 }
 
@@ -129,6 +141,7 @@ func (s *slab[T]) giveBack(floor int64) {
 		// Everything is durable: keep the block being filled and fill it
 		// again from its start, so that a stream whose window keeps
 		// draining stays within one block.
+		s.scrubbed(cur.buf[:cur.used])
 		cur.used, cur.last = 0, core.NoOffset
 		n--
 	}
@@ -142,13 +155,15 @@ func (s *slab[T]) giveBack(floor int64) {
 
 // recycle keeps an emptied standard block for reuse, or frees it. A block
 // of lent memory that a transport still holds is dropped instead: it is
-// heap memory (the only kind lent), which the collector frees once the
-// transport lets go, and it is never written again.
+// heap memory (only the lent slab's blocks are ever lent, so nothing needs
+// freeing), which the collector frees once the transport lets go, and it
+// is never written again.
 func (s *slab[T]) recycle(b *block[T]) {
 	if !b.reusable() {
 		b.buf = nil
 		return
 	}
+	s.scrubbed(b.buf[:b.used])
 	b.used, b.last = 0, core.NoOffset
 	if len(b.buf) == s.size && len(s.spare) < s.maxSpare {
 		s.spare = append(s.spare, b)

@@ -59,11 +59,12 @@ type OpenRequest struct {
 // the record, one after the other, with Records pointing into it (the
 // stream's copy, made that way). A transport may copy it as one piece
 // rather than frame each record; it is lent as the records are. A wrapper
-// that changes Records must clear Framed.
+// that changes Records must clear Framed, and one that changes Record or
+// Records must clear Loan.
 //
 // Ownership: the payload slices are the stream's copies of the records, in
-// memory outside the Go heap that the stream unmaps or reuses once the call
-// is durable (the application's own buffers with Options.NoCopy). They are
+// memory outside the Go heap (but for Loan, below) that the stream unmaps
+// or reuses once the call is durable (the application's own buffers with Options.NoCopy). They are
 // lent to Send for its duration only: a transport must not modify them,
 // must not read them after Send returns, and must never hand them, or
 // anything that aliases them, to code it does not own (a network library,
@@ -75,7 +76,9 @@ type OpenRequest struct {
 // of a one-record batch, or Framed) is in heap memory the stream reuses
 // only once every Loan.Borrow has its Loan.Return, so a transport that
 // borrows may hand that payload on, unmodified, and keep it past Send (see
-// Loan). The other slices (Records, the batch's headers) are never lent.
+// Loan). It must Borrow before Send returns: the stream may reuse the
+// memory once the call is durable, and it learns that only after Send has
+// returned. The other slices (Records, the batch's headers) are never lent.
 type Call struct {
 	Wire    int64
 	Record  []byte
