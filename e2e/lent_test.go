@@ -59,8 +59,14 @@ func TestLentRecordsReachTheServerWhole(t *testing.T) {
 	mustFlush(t, s)
 	waitFired(t, h)
 	e.wantStored(t, s.StreamID(), want...)
-	if st := s.Stats(); st.Reconnects != 1 {
+	st := s.Stats()
+	if st.Reconnects != 1 {
 		t.Fatalf("%d reconnects, want 1 (the dropped connection)", st.Reconnects)
+	}
+	// Two in three calls are LendMin or more; the first connection's are
+	// not all sent again, and calls beyond LendBytes in flight are copied.
+	if st.Lent < 100 || st.Lent > st.Sent {
+		t.Fatalf("%d of %d calls sent lent to gRPC: the stream does not lend over gRPC", st.Lent, st.Sent)
 	}
 	mustClose(t, s)
 }

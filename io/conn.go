@@ -93,6 +93,9 @@ func (c *conn) dispatch(a *core.Action, s *Stream) {
 			payload = a.Records[0]
 		}
 		call.Loan = s.arena.loan(payload)
+		if call.Loan != nil {
+			s.stats.Lent++
+		}
 	}
 	c.queue = append(c.queue, call)
 	c.backlog.Add(a.Size)

@@ -62,6 +62,9 @@ func TestBorrowedPayloadsStayIntact(t *testing.T) {
 		if lent < calls/2 || small != 0 {
 			t.Fatalf("%d of %d large calls lent (want most), %d small ones lent (want none)", lent, calls-calls/3, small)
 		}
+		if st := s.Stats(); st.Lent != int64(lent) {
+			t.Fatalf("Stats.Lent %d, want the %d calls sent with a loan", st.Lent, lent)
+		}
 		for i, h := range held {
 			if !bytes.Equal(h.payload, h.want) {
 				t.Fatalf("held payload %d was written over after its call was durable", i)
@@ -102,8 +105,8 @@ func TestNoLoanWithoutABorrower(t *testing.T) {
 				if err := s.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				if loans != 0 {
-					t.Fatalf("%d calls lent", loans)
+				if loans != 0 || s.Stats().Lent != 0 {
+					t.Fatalf("%d calls lent (Stats.Lent %d)", loans, s.Stats().Lent)
 				}
 			})
 		})

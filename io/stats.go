@@ -11,6 +11,10 @@ type Stats struct {
 	// included; Resent is how many of them were sent again after a
 	// reconnect.
 	Sent, Resent int64
+	// Lent is the number of calls handed to a connection with a Loan:
+	// sent as the stream keeps them, not copied again, by a transport
+	// that borrows (resends included).
+	Lent int64
 	// Acknowledged is the number of offsets made durable by acks,
 	// Reconciled the number completed from a resume watermark (the server
 	// already had them), Failed the number that failed with the stream.
