@@ -111,7 +111,7 @@ func (a *recordArena) mark() arenaMark {
 // copyRecord returns a copy of r in the arena: in lendable memory when the
 // stream lends and it fits (from), else in the arena's own.
 func (a *recordArena) copyRecord(r []byte) []byte {
-	return copyTo(a.from(len(r)), r)
+	return copyTo(a.from(len(r), len(r)), r)
 }
 
 // copyTo returns a copy of r taken from s.
@@ -124,9 +124,10 @@ func copyTo(s *slab[byte], r []byte) []byte {
 	return p
 }
 
-// from returns the slab a call of n bytes is copied into.
-func (a *recordArena) from(n int) *slab[byte] {
-	if a.lend && n >= LendMin && a.lent.fits(n) {
+// from returns the slab a call is copied into that would lend lent bytes
+// (its record, or a batch's framed records) and takes n.
+func (a *recordArena) from(lent, n int) *slab[byte] {
+	if a.lend && lent >= LendMin && a.lent.fits(n) {
 		return &a.lent
 	}
 	return &a.bytes
@@ -171,7 +172,7 @@ func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 	if len(records) == 1 {
 		lent = len(records[0]) // sent as a single record
 	}
-	p := a.from(lent).take(framed)
+	p := a.from(lent, framed).take(framed)
 	for i, r := range records {
 		p = p[putFrame(p, len(r)):]
 		n := copy(p, r)

@@ -35,7 +35,9 @@ const headerSize = int(unsafe.Sizeof([]byte(nil)))
 // stay alive: each points into a block of record bytes, which is a
 // mapping, or a heap block a slab itself holds (mapBytes' fallback, or a
 // block of lent memory, held while its calls are), or is an empty record
-// (no memory at all).
+// (no memory at all). Slots given back are cleared before they are
+// written again (clearHeaders): a stale pointer into a heap block freed
+// since would crash the next store into the slot.
 func mapHeaders(n int) [][]byte {
 	b, err := syscall.Mmap(-1, 0, n*headerSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {

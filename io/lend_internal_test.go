@@ -3,6 +3,7 @@ package io
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -168,12 +169,40 @@ func TestHeaderSlotsKeepNoStalePointers(t *testing.T) {
 			l.Borrow() // never returned: its block is dropped once durable
 		}
 		a.giveBack(off)
-		for _, blk := range append(a.headers.blocks, a.headers.spare...) {
+		for _, blk := range slices.Concat(a.headers.blocks, a.headers.spare) {
 			for i, h := range blk.buf[blk.used:] {
 				if h != nil {
 					t.Fatalf("offset %d: header slot %d, given back, still points at %p", off, blk.used+i, unsafe.SliceData(h))
 				}
 			}
 		}
+	}
+}
+
+// TestLentMemoryStaysWithinLendBytes: a one-record batch is lent by its
+// record's size but takes its framed size; at the limit, a lent block with
+// room for the record and not for its framing sends the batch to the
+// arena's own memory rather than open a block beyond LendBytes.
+func TestLentMemoryStaysWithinLendBytes(t *testing.T) {
+	a := newRecordArena(64 << 20)
+	defer a.free()
+	a.lend = true
+	limit := LendBytes / a.bytes.size
+	rec := make([]byte, LendMin)
+	off := int64(0)
+	for range limit - 1 {
+		copyFor(a, off, make([]byte, a.bytes.size))
+		off++
+	}
+	copyFor(a, off, make([]byte, a.bytes.size-len(rec)-1)) // the last block: room for rec and one byte
+	off++
+	if len(a.lent.blocks) != limit {
+		t.Fatalf("%d lent blocks, want %d", len(a.lent.blocks), limit)
+	}
+	m := a.mark()
+	copyBatch(a, [][]byte{rec}) // framed: LendMin+3 bytes
+	a.settle(m, off, nil)
+	if len(a.lent.blocks) > limit {
+		t.Fatalf("%d lent blocks after a one-record batch at the limit: LendBytes allows %d", len(a.lent.blocks), limit)
 	}
 }

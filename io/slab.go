@@ -14,7 +14,7 @@ type slab[T any] struct {
 	maxSpare int // emptied standard blocks kept for reuse
 	limit    int // the most blocks in use at once (fits); 0: no limit
 	// scrub, if set, clears Ts given back before they are taken again
-	// (see mapHeaders: a header slot must not keep a stale pointer).
+	// (see clearHeaders: a header slot must not keep a stale pointer).
 	scrub  func([]T)
 	alloc  func(n int) []T // a new block of at least n Ts
 	free   func([]T)       // gives a block back for good
@@ -163,9 +163,9 @@ func (s *slab[T]) recycle(b *block[T]) {
 		b.buf = nil
 		return
 	}
-	s.scrubbed(b.buf[:b.used])
-	b.used, b.last = 0, core.NoOffset
 	if len(b.buf) == s.size && len(s.spare) < s.maxSpare {
+		s.scrubbed(b.buf[:b.used]) // kept to be taken again
+		b.used, b.last = 0, core.NoOffset
 		s.spare = append(s.spare, b)
 		return
 	}

@@ -11,9 +11,10 @@ type Stats struct {
 	// included; Resent is how many of them were sent again after a
 	// reconnect.
 	Sent, Resent int64
-	// Lent is the number of calls handed to a connection with a Loan:
-	// sent as the stream keeps them, not copied again, by a transport
-	// that borrows (resends included).
+	// Lent is the number of calls handed to a connection with a Loan (to
+	// be sent as the stream keeps them, not copied again, by a transport
+	// that borrows), resends included, whether or not the connection
+	// wrote them before it ended: unlike Sent, it counts hand-overs.
 	Lent int64
 	// Acknowledged is the number of offsets made durable by acks,
 	// Reconciled the number completed from a resume watermark (the server
