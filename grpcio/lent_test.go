@@ -2,17 +2,12 @@ package grpcio_test
 
 import (
 	"bytes"
-	"context"
-	"net"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/zbstream/zbstream/core"
-	"github.com/zbstream/zbstream/grpcio"
 	streamio "github.com/zbstream/zbstream/io"
 )
 
@@ -23,7 +18,7 @@ import (
 func TestLentPayloadsComeBackOnceWritten(t *testing.T) {
 	const calls = 20
 	got := make(chan [][]byte, 1)
-	srv := grpc.NewServer(grpc.ForceServerCodecV2(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error {
+	handler := func(_ any, st grpc.ServerStream) error {
 		var msgs [][]byte
 		for len(msgs) < 1+calls { // the create, then the calls
 			var b []byte
@@ -35,27 +30,8 @@ func TestLentPayloadsComeBackOnceWritten(t *testing.T) {
 		got <- msgs
 		<-st.Context().Done()
 		return nil
-	}))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	tr, err := grpcio.NewTransport(cc, grpcio.Config{Table: "main.lent.events"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := tr.Open(context.Background(), streamio.OpenRequest{Kind: core.Persistent, RecordType: core.RecordJSON, RequestID: "req-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Abort()
+	c := openRaw(t, "main.lent.events", handler)
 	if b, ok := c.(streamio.Borrower); !ok || !b.Borrows() {
 		t.Fatal("the conn does not borrow")
 	}

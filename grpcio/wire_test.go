@@ -30,6 +30,37 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 func (rawCodec) Name() string { return "raw" }
 
+// openRaw starts a server whose every call is handler, reading messages
+// with rawCodec, and opens a persistent JSON conn of table to it through
+// the transport; everything ends with the test.
+func openRaw(t *testing.T, table string, handler grpc.StreamHandler) streamio.Conn {
+	t.Helper()
+	srv := grpc.NewServer(grpc.ForceServerCodecV2(rawCodec{}), grpc.UnknownServiceHandler(handler))
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	tr, err := grpcio.NewTransport(cc, grpcio.Config{Table: table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c, err := tr.Open(ctx, streamio.OpenRequest{Kind: core.Persistent, RecordType: core.RecordJSON, RequestID: "req-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Abort)
+	return c
+}
+
 // TestSendWireUnchanged: what the transport puts on the wire is what gRPC's
 // own proto codec would: content-type application/grpc, and each ingest
 // message byte for byte the proto encoding of the call.
@@ -39,7 +70,7 @@ func TestSendWireUnchanged(t *testing.T) {
 		msgs        [][]byte
 	}
 	got := make(chan seen, 1)
-	srv := grpc.NewServer(grpc.ForceServerCodecV2(rawCodec{}), grpc.UnknownServiceHandler(func(_ any, st grpc.ServerStream) error {
+	handler := func(_ any, st grpc.ServerStream) error {
 		md, _ := metadata.FromIncomingContext(st.Context())
 		s := seen{contentType: md.Get("content-type")}
 		for len(s.msgs) < 3 { // the create, then two calls
@@ -51,29 +82,8 @@ func TestSendWireUnchanged(t *testing.T) {
 		}
 		got <- s
 		return nil
-	}))
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
 	}
-	go srv.Serve(lis)
-	defer srv.Stop()
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	tr, err := grpcio.NewTransport(cc, grpcio.Config{Table: "main.wire.events"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c, err := tr.Open(ctx, streamio.OpenRequest{Kind: core.Persistent, RecordType: core.RecordJSON, RequestID: "req-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Abort()
+	c := openRaw(t, "main.wire.events", handler)
 	one, batch := []byte(`{"a":1}`), [][]byte{[]byte(`{"b":2}`), []byte(`{"c":3}`)}
 	if err := c.Send(streamio.Call{Wire: 0, Record: one}); err != nil {
 		t.Fatal(err)
