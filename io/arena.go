@@ -73,9 +73,9 @@ func newRecordArena(maxInflightBytes int64) *recordArena {
 	// record headers (batches' [][]byte, mapped too: see mapHeaders) are
 	// kept by the same rule, up to as many.
 	spare := max(arenaSpare, 2*int(maxInflightBytes/int64(size))+1)
-	lent := newSlab(size, 0, heapBytes, dropBytes)
-	lent.limit = max(1, LendBytes/size)
-	lent.maxSpare = lent.limit
+	lentBlocks := max(1, LendBytes/size)
+	lent := newSlab(size, lentBlocks, heapBytes, dropBytes)
+	lent.limit = lentBlocks
 	headers := newSlab(arenaHeaders, spare, mapHeaders, unmapHeaders)
 	headers.scrub = clearHeaders
 	return &recordArena{
