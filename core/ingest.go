@@ -28,11 +28,14 @@ func (m *Machine) IngestBatch(now Instant, rt RecordType, records [][]byte) (int
 		}
 		return NoOffset, nil
 	}
-	var size int64
+	// One pass for both sizes: a batch of many small records costs as
+	// much in passes over its records as in copying them.
+	var size, call int64
 	for _, r := range records {
 		size += int64(len(r))
+		call += FramedSize(len(r))
 	}
-	return m.ingest(now, rt, batchEntry(records, size), CallSize(records))
+	return m.ingest(now, rt, batchEntry(records, size), call)
 }
 
 // CallSize returns the size of a call of records as MaxCallBytes counts

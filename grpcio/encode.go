@@ -430,10 +430,7 @@ type batchView struct {
 // chunks, rather than framed record by record: one copy of the records
 // where framing each cost a call and its bookkeeping per record.
 func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte, framed []byte, loan *streamio.Loan) encoded {
-	list := 0
-	for _, r := range recs {
-		list += protowire.SizeTag(fieldBatchRecords) + sizeBytes(len(r))
-	}
+	list, whole := listSize(recs, framed)
 	batchField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
 		protowire.SizeTag(batchField) + protowire.SizeBytes(list)
@@ -441,7 +438,7 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	if kind == core.Ephemeral {
 		outerField = fieldEphIngestBatch
 	}
-	if pool != nil && len(framed) == list && lends(loan, framed) {
+	if pool != nil && whole && lends(loan, framed) {
 		st, c := newLending(pool)
 		c.header(outerField, inner, off, batchField, list)
 		st.lend(framed, loan)
@@ -451,7 +448,7 @@ func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off in
 	c.rest = list
 	c.header(outerField, inner, off, batchField, list)
 	if pool != nil {
-		if len(framed) == list {
+		if whole {
 			c.framed(framed)
 		} else {
 			c.records()
@@ -504,6 +501,41 @@ func sizeBytes(n int) int {
 		return 1 + n
 	}
 	return protowire.SizeBytes(n)
+}
+
+// listSize returns the size of a batch's record list as the message
+// carries it, and whether framed holds recs. The stream lays a framed
+// batch out with its first record right after that record's framing and
+// its last ending it (streamio.Call.Framed), which the records' addresses
+// show: then the size is framed's length, without a pass over the
+// records, which costs as much as copying them when they are small. An
+// empty first or last record has no address to check (a slice of nothing
+// may point anywhere), so such a batch is summed, and taken as framed if
+// the sizes agree.
+func listSize(recs [][]byte, framed []byte) (list int, whole bool) {
+	if len(framed) == 0 || len(recs) == 0 {
+		return recordListSize(recs), false
+	}
+	first, last := recs[0], recs[len(recs)-1]
+	if len(first) == 0 || len(last) == 0 {
+		list = recordListSize(recs)
+		return list, list == len(framed)
+	}
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(framed)))
+	head := uintptr(protowire.SizeTag(fieldBatchRecords) + protowire.SizeVarint(uint64(len(first))))
+	if uintptr(unsafe.Pointer(unsafe.SliceData(first))) == at+head &&
+		uintptr(unsafe.Pointer(unsafe.SliceData(last)))+uintptr(len(last)) == at+uintptr(len(framed)) {
+		return len(framed), true
+	}
+	return recordListSize(recs), false
+}
+
+// recordListSize sums the size of recs as a batch's record list.
+func recordListSize(recs [][]byte) (list int) {
+	for _, r := range recs {
+		list += protowire.SizeTag(fieldBatchRecords) + sizeBytes(len(r))
+	}
+	return list
 }
 
 // bytesString returns b's bytes as a string without copying them. Only for

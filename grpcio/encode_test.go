@@ -83,6 +83,10 @@ func TestEncodeCallMatchesProtoMarshal(t *testing.T) {
 			calls[name+", framed"] = framedCall(call)
 		}
 	}
+	// A wrapper that changed the records but left Framed (which the
+	// contract forbids): the records are sent, not Framed.
+	two := framedCall(calls["batch of two"])
+	calls["batch of two, framed elsewhere"] = streamio.Call{Wire: 9, Records: [][]byte{[]byte(`{"a":3}`), []byte(`{"a":4}`)}, Framed: two.Framed}
 	for name, call := range maps.Clone(calls) {
 		if lentPayloadOf(call) != nil {
 			call.Loan = new(streamio.Loan)

@@ -39,6 +39,15 @@ type recordArena struct {
 	// lend: the stream's connection borrows (Borrower), so new calls may
 	// go to lent. Set by the stream as connections open.
 	lend bool
+	// lastHeaders, lastCount and lastFramed are the address and length
+	// of the header slice of the last batch copyBatch took whole, and its
+	// size as a call; lastHeaders is 0 after a batch taken otherwise:
+	// the batch a dispatch frames next is almost always that one, and
+	// framedBatch then need not sum its records' sizes again (a pass over
+	// every record, which costs as much as their copy when they are
+	// small). Addresses only: no pointer into memory the arena unmaps.
+	lastHeaders           uintptr
+	lastCount, lastFramed int
 }
 
 const (
@@ -163,6 +172,7 @@ func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 	}
 	h := a.headers.take(len(records))
 	if framed > a.bytes.size {
+		a.lastHeaders = 0
 		for i, r := range records {
 			h[i] = copyTo(&a.bytes, r) // not framed: never lent
 		}
@@ -179,6 +189,7 @@ func (a *recordArena) copyBatch(records [][]byte, framed int) [][]byte {
 		h[i] = p[:n:n]
 		p = p[n:]
 	}
+	a.lastHeaders, a.lastCount, a.lastFramed = uintptr(unsafe.Pointer(unsafe.SliceData(h))), len(h), framed
 	return h
 }
 
@@ -210,7 +221,15 @@ func (a *recordArena) framedBatch(records [][]byte) []byte {
 	if len(records) == 0 {
 		return nil
 	}
-	framed := core.CallSize(records)
+	// The header slots of a batch are taken by copyBatch alone, which
+	// sets or clears the memo each time: a batch whose headers are at
+	// lastHeaders is the last one it took, and lastFramed its size.
+	var framed int64
+	if uintptr(unsafe.Pointer(unsafe.SliceData(records))) == a.lastHeaders && len(records) == a.lastCount {
+		framed = int64(a.lastFramed)
+	} else {
+		framed = core.CallSize(records)
+	}
 	if framed > int64(a.bytes.size) {
 		return nil
 	}

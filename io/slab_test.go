@@ -3,8 +3,10 @@ package io
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -338,4 +340,57 @@ func TestArenaFramesABatch(t *testing.T) {
 	if f := a.framedBatch([][]byte{buf[:7:7], buf[7:]}); f != nil {
 		t.Fatalf("records not laid out by copyBatch taken as a framed batch of %d bytes", len(f))
 	}
+}
+
+// TestFramedBatchKnowsOnlyTheLastBatchTakenWhole: framedBatch takes the
+// size of the batch copyBatch framed last from a memo rather than summing
+// it again. A batch refused after its copy gives its header slots and bytes
+// back, and the next batch takes the same ones: here one larger than a
+// block, copied record by record, whose two records lie side by side
+// exactly as far apart as the refused batch's memo would have them.
+// Framing it from that memo would start before its first record, outside
+// its block; it has no framing, and framedBatch must say so. A batch that
+// is no longer the last one taken is framed as before.
+func TestFramedBatchKnowsOnlyTheLastBatchTakenWhole(t *testing.T) {
+	a := newRecordArena(1 << 20) // 64 KiB blocks
+	defer a.free()
+	rec := func(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+
+	// 30,004 + 35,530 = 65,534 bytes as sent: one block, framed.
+	refused := [][]byte{rec(30_000, 'a'), rec(35_526, 'b')}
+	m := a.mark()
+	copyBatch(a, refused)
+	a.settle(m, core.NoOffset, errors.New("refused"))
+
+	// 30,004 + 35,534 = 65,538 bytes as sent: over a block, so copied
+	// record by record, from the start of the block the refused batch
+	// gave back: 65,530 bytes side by side.
+	large := [][]byte{rec(30_000, 'c'), rec(35_530, 'd')}
+	m = a.mark()
+	b := copyBatch(a, large)
+	a.settle(m, 0, nil)
+	if f := a.framedBatch(b); f != nil {
+		t.Fatalf("a batch copied record by record framed as %d bytes", len(f))
+	}
+
+	first, second := [][]byte{rec(10, 'k'), rec(300, 'l')}, [][]byte{rec(5, 'm'), rec(7, 'n')}
+	var taken [2][][]byte
+	for i, recs := range [][][]byte{first, second} {
+		m = a.mark()
+		taken[i] = copyBatch(a, recs)
+		a.settle(m, int64(1+i), nil)
+	}
+	for i, recs := range [][][]byte{first, second} {
+		f := a.framedBatch(taken[i])
+		want := slices.Concat(framing(len(recs[0])), recs[0], framing(len(recs[1])), recs[1])
+		if !bytes.Equal(f, want) {
+			t.Fatalf("batch %d framed as %q, want %q", i, f, want)
+		}
+	}
+}
+
+// framing is a batch record's tag and length, as putFrame writes them.
+func framing(n int) []byte {
+	p := make([]byte, binary.MaxVarintLen64+1)
+	return p[:putFrame(p, n)]
 }
