@@ -387,6 +387,11 @@ func TestBenchStop(t *testing.T) {
 	if !stop(start, now.Add(time.Second), 6000, 1000) {
 		t.Error("large backlog: want stop")
 	}
+	// The same backlog within the first half of the duration: too early
+	// to judge by the acks so far.
+	if stop(now.Add(-100*time.Millisecond), now.Add(time.Second), 600, 100) {
+		t.Error("large backlog within the first half: want go on")
+	}
 }
 
 // TestBenchInterrupted: Ctrl-C (the context ending) stops a run cleanly,

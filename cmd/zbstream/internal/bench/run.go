@@ -349,13 +349,17 @@ func checkEvery(batch int) int64 {
 // has passed, or when the calls sent but not yet acknowledged would take,
 // at the ack rate so far, until the deadline to be acknowledged. So every
 // measure lasts about the duration until its last ack, whatever a client
-// buffers, and both clients stop by the same rule.
+// buffers, and both clients stop by the same rule. The second test waits
+// for half the duration: the first acks of a stream are too few to give
+// its rate, and a client that buffers more than gRPC's flow control
+// (zbstream's window) would stop within milliseconds, its warm-up then
+// too short to estimate its rounds' length by.
 func stop(start, deadline time.Time, sent, acked int64) bool {
 	now := time.Now()
 	if !now.Before(deadline) {
 		return true
 	}
-	if acked <= 0 {
+	if acked <= 0 || now.Sub(start) < deadline.Sub(start)/2 {
 		return false
 	}
 	rate := float64(acked) / now.Sub(start).Seconds() // calls per second
