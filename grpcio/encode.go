@@ -430,7 +430,12 @@ type batchView struct {
 // chunks, rather than framed record by record: one copy of the records
 // where framing each cost a call and its bookkeeping per record.
 func encodeBatch(pool mem.BufferPool, kind core.Kind, rt core.RecordType, off int64, recs [][]byte, framed []byte, loan *streamio.Loan) encoded {
-	list, whole := listSize(recs, framed)
+	// Unpooled, the records are encoded one by one (Framed is not used),
+	// so the list's size is theirs.
+	list, whole := recordListSize(recs), false
+	if pool != nil {
+		list, whole = listSize(recs, framed)
+	}
 	batchField := recordField(rt)
 	inner := protowire.SizeTag(fieldOffsetID) + protowire.SizeVarint(uint64(off)) +
 		protowire.SizeTag(batchField) + protowire.SizeBytes(list)
@@ -504,14 +509,15 @@ func sizeBytes(n int) int {
 }
 
 // listSize returns the size of a batch's record list as the message
-// carries it, and whether framed holds recs. The stream lays a framed
-// batch out with its first record right after that record's framing and
-// its last ending it (streamio.Call.Framed), which the records' addresses
-// show: then the size is framed's length, without a pass over the
-// records, which costs as much as copying them when they are small. An
-// empty first or last record has no address to check (a slice of nothing
-// may point anywhere), so such a batch is summed, and taken as framed if
-// the sizes agree.
+// carries it, and whether the records lie in framed as the stream lays a
+// framed batch out (streamio.Call.Framed): the first record right after
+// its framing at framed's start, the last ending framed. Those two are
+// checked on their addresses; the contract covers the records between
+// (a wrapper that changes them must clear Framed). Then the size is
+// framed's length, without a pass over the records, which costs as much as
+// copying them when they are small. An empty first or last record has no
+// address to check (a slice of nothing may point anywhere), so such a
+// batch is summed, and taken as framed if the sizes agree, as before.
 func listSize(recs [][]byte, framed []byte) (list int, whole bool) {
 	if len(framed) == 0 || len(recs) == 0 {
 		return recordListSize(recs), false

@@ -223,7 +223,10 @@ func (a *recordArena) framedBatch(records [][]byte) []byte {
 	}
 	// The header slots of a batch are taken by copyBatch alone, which
 	// sets or clears the memo each time: a batch whose headers are at
-	// lastHeaders is the last one it took, and lastFramed its size.
+	// lastHeaders is the last one it took, and lastFramed its size. A memo
+	// left by a batch given back since (refused, or durable) names slots
+	// no held batch is in, and only held batches are framed here; the
+	// next copyBatch, the only one to take those slots again, resets it.
 	var framed int64
 	if uintptr(unsafe.Pointer(unsafe.SliceData(records))) == a.lastHeaders && len(records) == a.lastCount {
 		framed = int64(a.lastFramed)

@@ -372,24 +372,25 @@ func TestBenchRSSChild(t *testing.T) {
 
 func TestBenchStop(t *testing.T) {
 	now := time.Now()
-	start := now.Add(-time.Second)
+	start := now.Add(-1500 * time.Millisecond) // past half the time to the deadlines below
 	if !stop(start, now.Add(-time.Millisecond), 10, 0) {
 		t.Error("past the deadline: want stop")
 	}
 	if stop(start, now.Add(time.Second), 100, 0) {
 		t.Error("no ack yet, before the deadline: want go on")
 	}
-	// 1000 acks in 1 s; 100 unacked drain in 0.1 s, well before the deadline.
+	// 1000 acks in 1.5 s; 100 unacked drain in 0.15 s, well before the deadline.
 	if stop(start, now.Add(time.Second), 1100, 1000) {
 		t.Error("little backlog: want go on")
 	}
-	// 5000 unacked drain in 5 s, after the deadline.
+	// 5000 unacked drain in 7.5 s, after the deadline.
 	if !stop(start, now.Add(time.Second), 6000, 1000) {
 		t.Error("large backlog: want stop")
 	}
-	// The same backlog within the first half of the duration: too early
-	// to judge by the acks so far.
-	if stop(now.Add(-100*time.Millisecond), now.Add(time.Second), 600, 100) {
+	// 100 acks in 0.1 s; 1900 unacked drain in 1.9 s, after the deadline,
+	// but within the first half of the time to it: too early to judge by
+	// the acks so far.
+	if stop(now.Add(-100*time.Millisecond), now.Add(time.Second), 2000, 100) {
 		t.Error("large backlog within the first half: want go on")
 	}
 }
