@@ -2476,3 +2476,23 @@ func TestFramedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestCallSize pins a call's size as the per-call limit counts it: the sum
+// of FramedSize over its records. IngestBatch makes its own pass (payload
+// and call size at once), so CallSize, which drivers use, is pinned here.
+func TestCallSize(t *testing.T) {
+	for _, tc := range []struct {
+		lens []int
+		want int64
+	}{
+		{nil, 0}, {[]int{0}, 2}, {[]int{1, 127, 128}, 3 + 129 + 131}, {[]int{16384, 0, 5}, 16388 + 2 + 7},
+	} {
+		recs := make([][]byte, len(tc.lens))
+		for i, n := range tc.lens {
+			recs[i] = make([]byte, n)
+		}
+		if got := core.CallSize(recs); got != tc.want {
+			t.Errorf("CallSize(records of %v bytes) = %d, want %d", tc.lens, got, tc.want)
+		}
+	}
+}
