@@ -143,6 +143,12 @@ func idleThenBusy(t *testing.T, ts *servertest.Server, c ingestpb.ZerobusClient)
 	idle, idleID = pcreate(t, ts, c, "idle")
 	pjson(t, idle, 0, `{"a":1}`)
 	pwaitAck(t, idle, 0)
+	// The idle call's receiver takes its read hold back once it waits for
+	// the next message. On a loaded machine the busy call's create could
+	// otherwise take the budget first: then the busy call's receiver, not
+	// the idle one's, was the one rotated, and the idle call waited out its
+	// deadline (CI: "rotated call ended with ... DeadlineExceeded").
+	waitHolding(t, ts, "servertest")
 	busy, _ = pcreate(t, ts, c, "busy")
 	pjson(t, busy, 0, `{"b":1}`)
 	pwaitAck(t, busy, 0)
