@@ -28,24 +28,27 @@ func (m *Machine) IngestBatch(now Instant, rt RecordType, records [][]byte) (int
 		}
 		return NoOffset, nil
 	}
-	// One pass for both sizes: a batch of many small records costs as
-	// much in passes over its records as in copying them.
-	var size, call int64
+	size, call := BatchSizes(records)
+	return m.ingest(now, rt, batchEntry(records, size), call)
+}
+
+// BatchSizes returns a batch's payload, the sum of its records' lengths
+// (what the in-flight byte bound counts), and its size as a call
+// (CallSize), in one pass: a batch of many small records costs as much in
+// passes over its records as in copying them.
+func BatchSizes(records [][]byte) (payload, call int64) {
 	for _, r := range records {
-		size += int64(len(r))
+		payload += int64(len(r))
 		call += FramedSize(len(r))
 	}
-	return m.ingest(now, rt, batchEntry(records, size), call)
+	return payload, call
 }
 
 // CallSize returns the size of a call of records as MaxCallBytes counts
 // it: the sum of FramedSize over them.
 func CallSize(records [][]byte) int64 {
-	var n int64
-	for _, r := range records {
-		n += FramedSize(len(r))
-	}
-	return n
+	_, call := BatchSizes(records)
+	return call
 }
 
 // CallTooLarge reports whether a call of call bytes (CallSize) is over the

@@ -39,7 +39,7 @@ func (s *Stream) IngestBatch(ctx context.Context, records [][]byte) (int64, erro
 func (s *Stream) ingest(ctx context.Context, one []byte, many [][]byte, batch bool) (int64, error) {
 	size, framed, n := int64(len(one)), core.FramedSize(len(one)), 1
 	if batch {
-		size, framed = batchSizes(many)
+		size, framed = core.BatchSizes(many)
 		n = len(many)
 	}
 	for {
@@ -114,18 +114,8 @@ func (s *Stream) acceptRecord(r []byte, framed int64) (int64, error) {
 	return off, err
 }
 
-// batchSizes returns the sum of the records' lengths and their size as a
-// call (core.CallSize), in one pass.
-func batchSizes(records [][]byte) (payload, framed int64) {
-	for _, r := range records {
-		payload += int64(len(r))
-		framed += core.FramedSize(len(r))
-	}
-	return payload, framed
-}
-
 // acceptBatch is acceptRecord for a batch of payload bytes, framed bytes
-// as a call (batchSizes).
+// as a call (core.BatchSizes).
 func (s *Stream) acceptBatch(records [][]byte, payload, framed int64) (int64, error) {
 	if s.arena == nil || s.finished || len(records) == 0 || s.m.CallTooLarge(framed) {
 		return s.m.IngestBatch(s.at, s.rt, records)

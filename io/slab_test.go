@@ -253,7 +253,7 @@ func TestArenaBatchSurvivesCollections(t *testing.T) {
 
 // copyBatch copies records into a as ingest does, with their size as sent.
 func copyBatch(a *recordArena, records [][]byte) [][]byte {
-	_, framed := batchSizes(records)
+	_, framed := core.BatchSizes(records)
 	return a.copyBatch(records, int(framed))
 }
 
